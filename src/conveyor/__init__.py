@@ -1,0 +1,83 @@
+"""conveyor: a durable job queue in the SQL database you already run.
+
+    import conveyor
+    q = conveyor.connect("sqlite:///conveyor.db")
+    job = q.enqueue("emails.send", {"to": "ada@example.com"})
+    claim = q.claim(limit=10)
+    for job in claim.jobs:
+        q.complete(job.id, claim.id, result={"sent": True})
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conveyor.config import database_url, open_backend, parse_url
+from conveyor.errors import (
+    ConfigurationError,
+    ConveyorError,
+    DatabaseError,
+    DuplicateJob,
+    InvalidArgument,
+    InvalidTransition,
+    JobNotFound,
+    Retry,
+    StaleClaim,
+    Terminal,
+)
+from conveyor.job import Claim, ErrorKind, Job, Progress, Stats, Status
+from conveyor.queue import Dedupe, Queue
+from conveyor.retry import Backoff, Fixed
+
+__version__ = "0.1.0"
+
+
+def connect(
+    url: str | None = None,
+    *,
+    migrate: bool = True,
+    schema: str | None = None,
+    **options: Any,
+) -> Queue:
+    """Open the queue at ``url`` (default: ``$CONVEYOR_DATABASE_URL``, else
+    ``sqlite:///conveyor.db``) and bring its schema up to date.
+
+    Keyword options: ``schema`` (PostgreSQL), ``max_payload_bytes``, ``default_max_attempts``,
+    ``backoff``, ``worker_name``."""
+    queue_keys = {"default_max_attempts", "backoff", "worker_name"}
+    queue_options = {k: options.pop(k) for k in list(options) if k in queue_keys}
+    settings = parse_url(database_url(url), schema=schema, **options)
+    backend = open_backend(settings)
+    try:
+        queue = Queue(backend, **settings.queue_options, **queue_options)
+        if migrate:
+            backend.migrate()
+    except BaseException:
+        backend.close()
+        raise
+    return queue
+
+
+__all__ = [
+    "Backoff",
+    "Claim",
+    "ConfigurationError",
+    "ConveyorError",
+    "DatabaseError",
+    "Dedupe",
+    "DuplicateJob",
+    "ErrorKind",
+    "Fixed",
+    "InvalidArgument",
+    "InvalidTransition",
+    "Job",
+    "JobNotFound",
+    "Progress",
+    "Queue",
+    "Retry",
+    "StaleClaim",
+    "Stats",
+    "Status",
+    "Terminal",
+    "connect",
+]

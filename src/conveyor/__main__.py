@@ -1,0 +1,3 @@
+from conveyor.cli import main
+
+main()

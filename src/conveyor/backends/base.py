@@ -1,0 +1,166 @@
+"""The seam between the queue and a database.
+
+A backend offers sessions (a transaction on one connection) in which the queue runs
+*named statements*. Every backend ships the same statement names with the same
+parameters in its own ``queries.sql``, and the same numbered migrations, so the job
+logic in ``conveyor.queue`` is written once. A third backend is a new package holding a
+``Backend`` subclass, ``queries.sql`` and ``migrations/``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import AbstractContextManager
+from datetime import datetime
+from typing import Any, ClassVar
+
+from conveyor.job import ErrorKind, Job, Progress, Status
+
+Row = Mapping[str, Any]
+
+
+class Session(ABC):
+    """One transaction. Statements are named; parameters are a mapping."""
+
+    def __init__(self) -> None:
+        self.queues_touched: set[str] = set()
+        self.jobs_finished: set[int] = set()
+
+    @abstractmethod
+    def all(self, query: str, params: Mapping[str, Any] | None = None) -> list[Row]: ...
+
+    @abstractmethod
+    def execute(self, query: str, params: Mapping[str, Any] | None = None) -> int:
+        """Run a statement, return how many rows it changed."""
+
+    def one(self, query: str, params: Mapping[str, Any] | None = None) -> Row | None:
+        rows = self.all(query, params)
+        return rows[0] if rows else None
+
+    def notify(self, *, queues: Iterable[str] = (), finished: Iterable[int] = ()) -> None:
+        """Announce, once the transaction commits, that jobs became claimable in
+        ``queues`` or reached a final state."""
+        self.queues_touched.update(queues)
+        self.jobs_finished.update(finished)
+
+
+class Backend(ABC):
+    dialect: ClassVar[str]
+    supports_listen_notify: ClassVar[bool] = False
+
+    def __init__(self) -> None:
+        self._changes = threading.Condition()
+        self._generation = 0
+
+    # -- sessions -------------------------------------------------------------------
+    @abstractmethod
+    def session(self, *, write: bool = True, conn: Any = None) -> AbstractContextManager[Session]:
+        """A transaction. With ``conn`` (the caller's own connection) statements run
+        inside the caller's transaction, which commits or rolls back with theirs."""
+
+    # -- schema ---------------------------------------------------------------------
+    @abstractmethod
+    def migrate(self, target: int | None = None) -> list[int]:
+        """Apply pending migrations up to ``target`` (all by default); return the
+        versions applied. Safe when several processes start at once."""
+
+    @abstractmethod
+    def schema_version(self) -> int: ...
+
+    @abstractmethod
+    def latest_version(self) -> int: ...
+
+    @abstractmethod
+    def describe_schema(self) -> list[str]:
+        """A sorted, comparable description of tables, columns and indexes."""
+
+    # -- values ---------------------------------------------------------------------
+    @abstractmethod
+    def encode_time(self, value: datetime) -> Any:
+        """A UTC datetime as the database stores it (also inside JSON parameters)."""
+
+    @abstractmethod
+    def decode_time(self, value: Any) -> datetime | None: ...
+
+    @abstractmethod
+    def decode_json(self, value: Any) -> Any: ...
+
+    def decode_job(self, row: Row, *, deduplicated: bool = False) -> Job:
+        t = self.decode_time
+        j = self.decode_json
+        kind = row["error_kind"]
+        return Job(
+            id=row["id"],
+            queue=row["queue"],
+            task=row["task"],
+            payload=j(row["payload"]),
+            key=row["key"],
+            status=Status(row["status"]),
+            priority=row["priority"],
+            run_at=t(row["run_at"]),  # type: ignore[arg-type]
+            attempts=row["attempts"],
+            max_attempts=row["max_attempts"],
+            claim_id=row["claim_id"],
+            claimed_at=t(row["claimed_at"]),
+            lease_expires_at=t(row["lease_expires_at"]),
+            heartbeat_at=t(row["heartbeat_at"]),
+            worker=row["worker"],
+            progress=Progress(
+                total=row["progress_total"],
+                completed=row["progress_completed"],
+                failed=row["progress_failed"],
+                current=j(row["progress_current"]),
+                checkpoint=j(row["progress_checkpoint"]),
+                detail=j(row["progress_detail"]),
+            ),
+            result=j(row["result"]),
+            error=row["error"],
+            error_kind=ErrorKind(kind) if kind else None,
+            created_at=t(row["created_at"]),  # type: ignore[arg-type]
+            started_at=t(row["started_at"]),
+            finished_at=t(row["finished_at"]),
+            updated_at=t(row["updated_at"]),  # type: ignore[arg-type]
+            deduplicated=deduplicated,
+        )
+
+    @staticmethod
+    def json_param(items: Any) -> str:
+        return json.dumps(items, separators=(",", ":"), ensure_ascii=False)
+
+    # -- change notification ------------------------------------------------------------
+    def generation(self) -> int:
+        """A counter that grows whenever this process learns of a change (a commit made
+        here, or a notification from the database). Read it before looking at the state
+        you wait on, then pass it to ``wait_for_change``: no wake-up is missed."""
+        return self._generation
+
+    def wait_for_change(self, since: int, timeout: float) -> bool:
+        """Block until the generation passes ``since`` or ``timeout`` seconds elapse.
+        Returns whether a change was seen (a timeout means: poll the database)."""
+        with self._changes:
+            return self._changes.wait_for(lambda: self._generation != since, timeout)
+
+    def _announce(self) -> None:
+        with self._changes:
+            self._generation += 1
+            self._changes.notify_all()
+
+    # -- lifecycle ------------------------------------------------------------------
+    @abstractmethod
+    def ping(self) -> None:
+        """Raise ``DatabaseError`` unless the database answers."""
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    @abstractmethod
+    def describe(self) -> str:
+        """The database location without secrets, for logs and the dashboard."""
+
+
+def iter_chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]

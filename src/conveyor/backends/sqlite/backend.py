@@ -1,0 +1,195 @@
+"""SQLite: one file shared by the processes of one machine.
+
+WAL lets readers run beside the writer; every write transaction starts with
+``BEGIN IMMEDIATE`` so it takes the write lock up front (waiting up to the busy timeout)
+instead of failing half-way when it upgrades from reading. ``synchronous=FULL`` by default:
+a committed job survives a power cut."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from typing import Any
+
+from conveyor.backends.base import Backend, Row, Session
+from conveyor.backends.sql import load_migrations, load_queries, split_statements
+from conveyor.errors import ConfigurationError, DatabaseError, DuplicateJob, InvalidArgument
+
+_PACKAGE = "conveyor.backends.sqlite"
+# The database clock as seconds since the epoch, to the millisecond.
+_NOW = "((julianday('now') - 2440587.5) * 86400.0)"
+SYNCHRONOUS = ("full", "normal", "extra")
+
+
+class _SQLiteSession(Session):
+    def __init__(self, cursor: sqlite3.Cursor, queries: Mapping[str, str]) -> None:
+        super().__init__()
+        self._cur = cursor
+        self._queries = queries
+
+    def all(self, query: str, params: Mapping[str, Any] | None = None) -> list[Row]:
+        with _translated():
+            return self._cur.execute(self._queries[query], params or {}).fetchall()
+
+    def execute(self, query: str, params: Mapping[str, Any] | None = None) -> int:
+        with _translated():
+            return self._cur.execute(self._queries[query], params or {}).rowcount
+
+
+@contextmanager
+def _translated() -> Iterator[None]:
+    """Nothing above the backend sees ``sqlite3`` exceptions."""
+    try:
+        yield
+    except sqlite3.IntegrityError as exc:
+        if "conveyor_jobs.queue, conveyor_jobs.key" in str(exc):
+            raise DuplicateJob("an active job with this key already exists") from None
+        raise DatabaseError(f"SQLite integrity error: {exc}") from None
+    except sqlite3.OperationalError as exc:
+        if "locked" in str(exc) or "busy" in str(exc):
+            raise DatabaseError(f"SQLite database is busy: {exc} (raise ?timeout=)") from None
+        raise DatabaseError(f"SQLite error: {exc}") from None
+    except sqlite3.Error as exc:
+        raise DatabaseError(f"SQLite error: {exc}") from None
+
+
+class SQLiteBackend(Backend):
+    dialect = "sqlite"
+
+    def __init__(self, path: str, *, synchronous: str = "full", timeout: float = 30.0) -> None:
+        super().__init__()
+        if synchronous not in SYNCHRONOUS:
+            raise ConfigurationError(
+                f"synchronous: expected one of {', '.join(SYNCHRONOUS)}, got {synchronous!r}"
+            )
+        self.path = path
+        self._queries = load_queries(_PACKAGE, {"now": _NOW})
+        self._migrations = load_migrations(_PACKAGE, {"now": _NOW})
+        # One connection per backend, shared by the threads of this process under a lock:
+        # writes are serialised by SQLite anyway, and :memory: needs a single connection.
+        self._lock = threading.RLock()
+        try:
+            self._conn = sqlite3.connect(
+                path, timeout=timeout, isolation_level=None, check_same_thread=False
+            )
+            self._conn.row_factory = sqlite3.Row
+            if path != ":memory:":
+                self._conn.execute("PRAGMA journal_mode = WAL")
+            self._conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
+            self._conn.execute("PRAGMA foreign_keys = ON")
+        except sqlite3.Error as exc:
+            raise ConfigurationError(f"cannot open SQLite database {path!r}: {exc}") from None
+
+    # -- sessions -------------------------------------------------------------------
+    @contextmanager
+    def session(self, *, write: bool = True, conn: Any = None) -> Iterator[Session]:
+        if conn is not None:
+            yield self._caller_session(conn)
+            return
+        with self._lock:
+            cur = self._conn.cursor()
+            with _translated():
+                cur.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            session = _SQLiteSession(cur, self._queries)
+            try:
+                yield session
+            except BaseException:
+                self._conn.rollback()
+                raise
+            with _translated():
+                cur.execute("COMMIT")
+        if session.queues_touched or session.jobs_finished:
+            self._announce()
+
+    def _caller_session(self, conn: Any) -> Session:
+        if not isinstance(conn, sqlite3.Connection):
+            raise InvalidArgument(
+                f"conn: expected a sqlite3.Connection for a SQLite queue, got {type(conn).__name__}"
+            )
+        cur = conn.cursor()
+        cur.row_factory = sqlite3.Row  # the caller's own row factory stays untouched
+        return _SQLiteSession(cur, self._queries)
+
+    # -- schema ---------------------------------------------------------------------
+    def migrate(self, target: int | None = None) -> list[int]:
+        applied: list[int] = []
+        with self._lock, _translated():
+            cur = self._conn.cursor()
+            cur.execute("BEGIN IMMEDIATE")  # one migrator at a time, across processes
+            try:
+                cur.execute(
+                    "CREATE TABLE IF NOT EXISTS conveyor_migrations ("
+                    " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at REAL NOT NULL)"
+                )
+                done = {r[0] for r in cur.execute("SELECT version FROM conveyor_migrations")}
+                for migration in self._migrations:
+                    if migration.version in done or (target and migration.version > target):
+                        continue
+                    for statement in split_statements(migration.sql):
+                        cur.execute(statement)
+                    cur.execute(
+                        f"INSERT INTO conveyor_migrations VALUES (?, ?, {_NOW})",
+                        (migration.version, migration.name),
+                    )
+                    applied.append(migration.version)
+                cur.execute("COMMIT")
+            except BaseException:
+                self._conn.rollback()
+                raise
+        return applied
+
+    def schema_version(self) -> int:
+        with self._lock, _translated():
+            exists = self._conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE name = 'conveyor_migrations'"
+            ).fetchone()
+            if not exists:
+                return 0
+            row = self._conn.execute("SELECT max(version) FROM conveyor_migrations").fetchone()
+            return int(row[0] or 0)
+
+    def latest_version(self) -> int:
+        return self._migrations[-1].version
+
+    def describe_schema(self) -> list[str]:
+        out = []
+        with self._lock, _translated():
+            objects = self._conn.execute(
+                "SELECT type, name, tbl_name, sql FROM sqlite_master"
+                " WHERE name LIKE 'conveyor%' AND name != 'conveyor_migrations'"
+            ).fetchall()
+            for kind, name, table, sql in objects:
+                out.append(f"{kind} {name} on {table}: {' '.join((sql or '').split())}")
+                if kind == "table":
+                    for col in self._conn.execute(f"PRAGMA table_info({name})"):
+                        out.append(f"column {name}.{col[1]} {col[2]} notnull={col[3]}")
+        return sorted(out)
+
+    # -- values ---------------------------------------------------------------------
+    def encode_time(self, value: datetime) -> float:
+        return value.timestamp()
+
+    def decode_time(self, value: Any) -> datetime | None:
+        if value is None:
+            return None
+        # Round to the millisecond the clock stores, so equal instants compare equal.
+        return datetime.fromtimestamp(round(float(value), 3), tz=timezone.utc)
+
+    def decode_json(self, value: Any) -> Any:
+        return None if value is None else json.loads(value)
+
+    # -- lifecycle ------------------------------------------------------------------
+    def ping(self) -> None:
+        with self._lock, _translated():
+            self._conn.execute("SELECT 1").fetchone()
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def describe(self) -> str:
+        return f"sqlite:///{self.path}"

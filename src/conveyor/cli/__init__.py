@@ -1,0 +1,23 @@
+"""The ``conveyor`` command. Each group of commands lives in a module of its own and
+registers itself on ``app``; this module only builds the shell and handles errors."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from conveyor.cli.base import app
+
+# Importing a module registers its commands.
+from conveyor.cli import admin as _admin  # noqa: F401, E402
+
+
+def main() -> None:
+    """Entry point: user mistakes exit non-zero with one line on stderr, no traceback."""
+    from conveyor.cli.base import run
+
+    sys.exit(run(app))
+
+
+__all__ = ["app", "main", "typer"]

@@ -1,0 +1,128 @@
+"""Database URLs: which backend, where, with which options.
+
+``sqlite:///relative.db``, ``sqlite:////absolute/path.db``, ``sqlite:///:memory:``,
+``postgresql://user@host:port/db``. Options go in the query string; for PostgreSQL the
+ones conveyor does not know are handed to libpq (``sslmode``, ``application_name``, …).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from conveyor.backends.base import Backend
+from conveyor.errors import ConfigurationError
+from conveyor.validation import DEFAULT_MAX_PAYLOAD_BYTES
+
+DEFAULT_URL = "sqlite:///conveyor.db"
+ENV_URL = "CONVEYOR_DATABASE_URL"
+_QUEUE_OPTIONS = {"max_payload_bytes"}
+_SQLITE_OPTIONS = {"synchronous", "timeout"}
+_POSTGRES_OPTIONS = {"schema", "pool_min", "pool_max", "connect_timeout"}
+
+
+@dataclass
+class Settings:
+    backend: str
+    target: str  # a file path, or a libpq conninfo
+    backend_options: dict[str, Any] = field(default_factory=dict)
+    queue_options: dict[str, Any] = field(default_factory=dict)
+
+
+def database_url(url: str | None = None) -> str:
+    """The URL given, else ``$CONVEYOR_DATABASE_URL``, else the SQLite default."""
+    return url or os.environ.get(ENV_URL) or DEFAULT_URL
+
+
+def parse_url(url: str, **overrides: Any) -> Settings:
+    if not isinstance(url, str) or "://" not in url:
+        raise ConfigurationError(
+            f"database URL: expected sqlite:///path.db or postgresql://…, got {url!r}"
+        )
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    query = dict(parse_qsl(parts.query, keep_blank_values=True))
+    query.update({k: str(v) for k, v in overrides.items() if v is not None})
+    queue_options = {k: _integer(k, query.pop(k)) for k in list(query) if k in _QUEUE_OPTIONS}
+    if "max_payload_bytes" not in queue_options:
+        queue_options["max_payload_bytes"] = DEFAULT_MAX_PAYLOAD_BYTES
+    if scheme == "sqlite":
+        return _sqlite(parts.netloc, parts.path, query, queue_options)
+    if scheme in ("postgresql", "postgres"):
+        return _postgres(parts, query, queue_options)
+    raise ConfigurationError(
+        f"database URL: unsupported scheme {parts.scheme!r}; expected sqlite or postgresql"
+    )
+
+
+def _sqlite(
+    netloc: str, path: str, query: dict[str, str], queue_options: dict[str, Any]
+) -> Settings:
+    if netloc:
+        raise ConfigurationError(
+            f"SQLite URL: expected sqlite:///path (three slashes), got a host {netloc!r}"
+        )
+    unknown = set(query) - _SQLITE_OPTIONS
+    if unknown:
+        raise ConfigurationError(
+            f"SQLite URL: unknown option(s) {', '.join(sorted(unknown))}; "
+            f"known: {', '.join(sorted(_SQLITE_OPTIONS | _QUEUE_OPTIONS))}"
+        )
+    file = path[1:] if path.startswith("/") else path
+    if not file:
+        raise ConfigurationError("SQLite URL: expected a file name, as in sqlite:///conveyor.db")
+    options: dict[str, Any] = {}
+    if "synchronous" in query:
+        options["synchronous"] = query["synchronous"].lower()
+    if "timeout" in query:
+        options["timeout"] = _number("timeout", query["timeout"])
+    return Settings("sqlite", file, options, queue_options)
+
+
+def _postgres(parts: Any, query: dict[str, str], queue_options: dict[str, Any]) -> Settings:
+    options: dict[str, Any] = {}
+    if "schema" in query:
+        options["schema"] = query.pop("schema")
+    for name in ("pool_min", "pool_max"):
+        if name in query:
+            options[name] = _integer(name, query.pop(name))
+    if "connect_timeout" in query:
+        options["connect_timeout"] = _number("connect_timeout", query["connect_timeout"])
+    conninfo = urlunsplit(("postgresql", parts.netloc, parts.path, urlencode(query), ""))
+    return Settings("postgresql", conninfo, options, queue_options)
+
+
+def _integer(name: str, value: str) -> int:
+    try:
+        result = int(value)
+    except ValueError:
+        raise ConfigurationError(f"{name}: expected an integer, got {value!r}") from None
+    if result < 0:
+        raise ConfigurationError(f"{name}: expected a non-negative integer, got {result}")
+    return result
+
+
+def _number(name: str, value: str) -> float:
+    try:
+        result = float(value)
+    except ValueError:
+        raise ConfigurationError(f"{name}: expected a number, got {value!r}") from None
+    if not result >= 0:
+        raise ConfigurationError(f"{name}: expected a non-negative number, got {value!r}")
+    return result
+
+
+def open_backend(settings: Settings) -> Backend:
+    if settings.backend == "sqlite":
+        from conveyor.backends.sqlite import SQLiteBackend
+
+        return SQLiteBackend(settings.target, **settings.backend_options)
+    try:
+        from conveyor.backends.postgres import PostgresBackend
+    except ImportError as exc:
+        raise ConfigurationError(
+            f"PostgreSQL needs psycopg 3 and psycopg_pool: pip install 'conveyor[postgres]' ({exc})"
+        ) from None
+    return PostgresBackend(settings.target, **settings.backend_options)

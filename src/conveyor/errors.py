@@ -1,0 +1,89 @@
+"""The exceptions conveyor raises. They form one family::
+
+    ConveyorError
+    ├── JobNotFound          no job has that id (or no claim has that id)
+    ├── StaleClaim           the claim named no longer holds the job; nothing was written
+    ├── InvalidTransition    the job is not in a state that allows the operation
+    ├── DuplicateJob         an active job already has the key and no dedupe was asked for
+    ├── InvalidArgument      bad input, refused before anything was written (also ValueError)
+    ├── ConfigurationError   bad URL, option or environment (also ValueError)
+    └── DatabaseError        the database failed or could not be reached
+
+Task code raises the two control exceptions, which are not errors of the library:
+``Retry`` (retry the job, optionally after a delay) and ``Terminal`` (fail it for good).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+
+class ConveyorError(Exception):
+    """Something went wrong in conveyor."""
+
+    code = "conveyor_error"
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(message or (self.__doc__ or "").strip())
+
+    @property
+    def message(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class JobNotFound(ConveyorError):
+    """No job with that id exists."""
+
+    code = "not_found"
+
+
+class StaleClaim(ConveyorError):
+    """The claim no longer holds this job: it was reset, expired or re-claimed."""
+
+    code = "stale_claim"
+
+
+class InvalidTransition(ConveyorError):
+    """The job's state does not allow this operation."""
+
+    code = "invalid_transition"
+
+
+class DuplicateJob(ConveyorError):
+    """An active job with this key already exists."""
+
+    code = "duplicate_job"
+
+    def __init__(self, message: str | None = None, *, job_id: int | None = None) -> None:
+        super().__init__(message)
+        self.job_id = job_id
+
+
+class InvalidArgument(ConveyorError, ValueError):
+    """An argument was invalid; nothing was written."""
+
+    code = "invalid_argument"
+
+
+class ConfigurationError(ConveyorError, ValueError):
+    """The configuration (URL, options) is invalid."""
+
+    code = "configuration_error"
+
+
+class DatabaseError(ConveyorError):
+    """The database reported an error or could not be reached."""
+
+    code = "database_error"
+
+
+class Retry(Exception):  # noqa: N818 - a control signal raised by tasks, not an error
+    """Raised by a task to be retried, after ``delay`` when given."""
+
+    def __init__(self, message: str = "retry requested", *, delay: timedelta | float | None = None):
+        super().__init__(message)
+        self.delay = delay
+
+
+class Terminal(Exception):  # noqa: N818 - a control signal raised by tasks, not an error
+    """Raised by a task to fail its job for good: it is never retried."""

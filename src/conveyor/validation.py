@@ -1,0 +1,131 @@
+"""Checks on what callers send, done before anything is written."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable
+from datetime import datetime, timezone
+from typing import Any
+
+from conveyor.errors import InvalidArgument
+from conveyor.job import Status
+
+DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024
+MAX_JSON_DEPTH = 64
+MAX_NAME_LENGTH = 200
+MAX_KEY_LENGTH = 1000
+INT32 = 2**31 - 1
+
+
+def encode_json(value: Any, name: str, *, max_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES) -> str | None:
+    """Serialise ``value`` to JSON text, or refuse it with a message naming ``name``.
+
+    Refused: values JSON cannot hold (NaN, infinity, non-string keys, objects), NUL
+    characters (PostgreSQL cannot store them), nesting deeper than MAX_JSON_DEPTH and
+    text longer than ``max_bytes``."""
+    if value is None:
+        return None
+    _check_json_value(value, name, 0)
+    try:
+        text = json.dumps(value, allow_nan=False, separators=(",", ":"), ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidArgument(f"{name}: expected a JSON-serialisable value ({exc})") from None
+    size = len(text.encode("utf-8"))
+    if size > max_bytes:
+        raise InvalidArgument(f"{name}: expected at most {max_bytes} bytes of JSON, got {size}")
+    return text
+
+
+def _check_json_value(value: Any, name: str, depth: int) -> None:
+    if depth > MAX_JSON_DEPTH:
+        raise InvalidArgument(f"{name}: expected JSON nested at most {MAX_JSON_DEPTH} deep")
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise InvalidArgument(f"{name}: text may not contain NUL characters")
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise InvalidArgument(f"{name}: expected finite numbers, got {value}")
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise InvalidArgument(
+                    f"{name}: expected string object keys, got {type(k).__name__}"
+                )
+            if "\x00" in k:
+                raise InvalidArgument(f"{name}: text may not contain NUL characters")
+            _check_json_value(v, name, depth + 1)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            _check_json_value(v, name, depth + 1)
+    elif value is None or isinstance(value, (bool, int)):
+        return
+    else:
+        raise InvalidArgument(
+            f"{name}: expected a JSON-serialisable value, got {type(value).__name__}"
+        )
+
+
+def name(value: Any, what: str, *, max_length: int = MAX_NAME_LENGTH) -> str:
+    """A queue or task name: non-empty text without NUL or control characters."""
+    if not isinstance(value, str):
+        raise InvalidArgument(f"{what}: expected a string, got {type(value).__name__}")
+    if not value or len(value) > max_length:
+        raise InvalidArgument(f"{what}: expected 1 to {max_length} characters, got {len(value)}")
+    if any(ord(c) < 32 for c in value):
+        raise InvalidArgument(f"{what}: may not contain control characters")
+    return value
+
+
+def key(value: Any) -> str | None:
+    if value is None:
+        return None
+    return name(value, "key", max_length=MAX_KEY_LENGTH)
+
+
+def integer(value: Any, what: str, *, low: int = -INT32, high: int = INT32) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidArgument(f"{what}: expected an integer, got {type(value).__name__}")
+    if not low <= value <= high:
+        raise InvalidArgument(f"{what}: expected an integer from {low} to {high}, got {value}")
+    return value
+
+
+def optional_integer(value: Any, what: str, *, low: int = 0, high: int = INT32) -> int | None:
+    return None if value is None else integer(value, what, low=low, high=high)
+
+
+def text(value: Any, what: str, *, max_length: int = 64 * 1024) -> str:
+    if not isinstance(value, str):
+        raise InvalidArgument(f"{what}: expected a string, got {type(value).__name__}")
+    if "\x00" in value:
+        raise InvalidArgument(f"{what}: text may not contain NUL characters")
+    return value[:max_length]
+
+
+def timestamp(value: Any, what: str) -> datetime | None:
+    """A timezone-aware datetime, converted to UTC. Naive datetimes are refused: guessing
+    a zone would schedule jobs hours off."""
+    if value is None:
+        return None
+    if not isinstance(value, datetime):
+        raise InvalidArgument(f"{what}: expected a datetime, got {type(value).__name__}")
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise InvalidArgument(f"{what}: expected a timezone-aware datetime, got a naive one")
+    return value.astimezone(timezone.utc)
+
+
+def status(value: Any) -> Status:
+    try:
+        return Status(value)
+    except ValueError:
+        allowed = ", ".join(s.value for s in Status)
+        raise InvalidArgument(f"status: expected one of {allowed}, got {value!r}") from None
+
+
+def statuses(values: Any) -> tuple[Status, ...]:
+    if isinstance(values, (str, Status)):
+        values = [values]
+    if not isinstance(values, Iterable):
+        raise InvalidArgument(f"statuses: expected a list of statuses, got {values!r}")
+    return tuple(status(v) for v in values)

@@ -1,0 +1,84 @@
+"""Shared fixtures. Every contract test runs on SQLite and on a real PostgreSQL.
+
+PostgreSQL: ``$CONVEYOR_TEST_POSTGRES_URL`` (default: root@127.0.0.1:5432/test). Each test
+gets a schema of its own, dropped afterwards. Without a server the PostgreSQL tests skip,
+except under ``CI=true``, where an unreachable server fails the run."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import conveyor
+
+PG_URL = os.environ.get("CONVEYOR_TEST_POSTGRES_URL", "postgresql://root@127.0.0.1:5432/test")
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+BACKENDS = ["sqlite", "postgresql"]
+
+_pg_state: dict[str, str | None] = {}
+
+
+def postgres_problem() -> str | None:
+    """None when the test PostgreSQL answers, else why not (checked once)."""
+    if "problem" not in _pg_state:
+        try:
+            import psycopg
+
+            with psycopg.connect(PG_URL, connect_timeout=3) as conn:
+                conn.execute("SELECT 1")
+            _pg_state["problem"] = None
+        except Exception as exc:
+            _pg_state["problem"] = f"PostgreSQL at {PG_URL} is unreachable: {exc}"
+    return _pg_state["problem"]
+
+
+def require_postgres() -> None:
+    problem = postgres_problem()
+    if problem is None:
+        return
+    if IN_CI:
+        pytest.fail(f"{problem} (CI=true: PostgreSQL tests must run)")
+    pytest.skip(problem)
+
+
+def fresh_url(backend: str, tmp_path: Path) -> tuple[str, str | None]:
+    """A URL to an empty database, and the PostgreSQL schema to drop afterwards."""
+    if backend == "sqlite":
+        return f"sqlite:///{tmp_path / 'conveyor.db'}", None
+    require_postgres()
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    sep = "&" if "?" in PG_URL else "?"
+    return f"{PG_URL}{sep}schema={schema}", schema
+
+
+def drop_schema(schema: str) -> None:
+    import psycopg
+
+    with psycopg.connect(PG_URL, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+@pytest.fixture(params=BACKENDS)
+def backend_name(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def db_url(backend_name: str, tmp_path: Path) -> Iterator[str]:
+    """A URL to a fresh, empty database on each backend."""
+    url, schema = fresh_url(backend_name, tmp_path)
+    yield url
+    if schema:
+        drop_schema(schema)
+
+
+@pytest.fixture
+def q(db_url: str) -> Iterator[conveyor.Queue]:
+    """A migrated queue on each backend."""
+    queue = conveyor.connect(db_url)
+    yield queue
+    queue.close()
