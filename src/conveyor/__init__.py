@@ -1,11 +1,11 @@
 """conveyor: a durable job queue in the SQL database you already run.
 
-    import conveyor
-    q = conveyor.connect("sqlite:///conveyor.db")
-    job = q.enqueue("emails.send", {"to": "ada@example.com"})
-    claim = q.claim(limit=10)
-    for job in claim.jobs:
-        q.complete(job.id, claim.id, result={"sent": True})
+import conveyor
+q = conveyor.connect("sqlite:///conveyor.db")
+job = q.enqueue("emails.send", {"to": "ada@example.com"})
+claim = q.claim(limit=10)
+for job in claim.jobs:
+    q.complete(job.id, claim.id, result={"sent": True})
 """
 
 from __future__ import annotations

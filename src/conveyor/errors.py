@@ -77,7 +77,7 @@ class DatabaseError(ConveyorError):
     code = "database_error"
 
 
-class Retry(Exception):  # noqa: N818 - a control signal raised by tasks, not an error
+class Retry(Exception):
     """Raised by a task to be retried, after ``delay`` when given."""
 
     def __init__(self, message: str = "retry requested", *, delay: timedelta | float | None = None):
@@ -85,5 +85,5 @@ class Retry(Exception):  # noqa: N818 - a control signal raised by tasks, not an
         self.delay = delay
 
 
-class Terminal(Exception):  # noqa: N818 - a control signal raised by tasks, not an error
+class Terminal(Exception):
     """Raised by a task to fail its job for good: it is never retried."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -114,7 +115,7 @@ class Claim:
     def __len__(self) -> int:
         return len(self.jobs)
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[Job]:
         return iter(self.jobs)
 
 

@@ -34,8 +34,16 @@ DEFAULT_MAX_ATTEMPTS = 3
 MAX_CLAIM = 10_000
 MAX_LIST = 10_000
 _JOB_ID_MAX = 2**63 - 1
-_ENQUEUE_FIELDS = {"task", "payload", "key", "priority", "run_at", "max_attempts", "queue",
-                   "subscriber"}  # fmt: skip
+_ENQUEUE_FIELDS = {
+    "task",
+    "payload",
+    "key",
+    "priority",
+    "run_at",
+    "max_attempts",
+    "queue",
+    "subscriber",
+}
 _BULK_CHUNK = 1000
 
 
@@ -138,14 +146,21 @@ class Queue:
                 raise InvalidArgument(f"items[{index}]: expected a dict, got {type(item).__name__}")
             unknown = set(item) - _ENQUEUE_FIELDS
             if unknown:
-                raise InvalidArgument(f"items[{index}]: unknown field(s) {', '.join(sorted(unknown))}")
+                raise InvalidArgument(
+                    f"items[{index}]: unknown field(s) {', '.join(sorted(unknown))}"
+                )
             if "task" not in item:
                 raise InvalidArgument(f"items[{index}]: a task name is required")
             try:
                 params = self._new_job(
-                    item["task"], item.get("payload"), item.get("queue", queue), item.get("key"),
-                    item.get("priority", 0), item.get("run_at"), item.get("max_attempts"),
-                )  # fmt: skip
+                    item["task"],
+                    item.get("payload"),
+                    item.get("queue", queue),
+                    item.get("key"),
+                    item.get("priority", 0),
+                    item.get("run_at"),
+                    item.get("max_attempts"),
+                )
                 who = item.get("subscriber")
                 who = None if who is None else check.name(who, "subscriber")
             except InvalidArgument as exc:
@@ -267,9 +282,14 @@ class Queue:
                 s.notify(finished=[r["id"] for r in acked])
             rows = s.all(
                 "claim_jobs",
-                {"queue": queue, "limit": limit, "lease_s": lease_s, "claim_id": claim_id,
-                 "worker": who},
-            )  # fmt: skip
+                {
+                    "queue": queue,
+                    "limit": limit,
+                    "lease_s": lease_s,
+                    "claim_id": claim_id,
+                    "worker": who,
+                },
+            )
             remaining = None
             if count_remaining:
                 counted = s.one("count_claimable", {"queue": queue})
@@ -281,8 +301,11 @@ class Queue:
         """Mark a running job completed, storing ``result``. Raises ``StaleClaim`` when
         the claim no longer holds the job."""
         self._job_id(job_id)
-        item = {"id": job_id, "claim_id": self._claim_id(claim_id),
-                "result": check.encode_json(result, "result", max_bytes=self.max_payload_bytes)}  # fmt: skip
+        item = {
+            "id": job_id,
+            "claim_id": self._claim_id(claim_id),
+            "result": check.encode_json(result, "result", max_bytes=self.max_payload_bytes),
+        }
         with self.backend.session() as s:
             rows = s.all("complete_jobs", {"items": self.backend.json_param([item])})
             if not rows:
@@ -294,10 +317,13 @@ class Queue:
         """Complete ``(job_id, claim_id, result)`` triples in one statement. Returns the
         jobs completed; items whose claim no longer holds the job are left out."""
         batch = [
-            {"id": self._job_id(job_id), "claim_id": self._claim_id(claim_id),
-             "result": check.encode_json(result, "result", max_bytes=self.max_payload_bytes)}
+            {
+                "id": self._job_id(job_id),
+                "claim_id": self._claim_id(claim_id),
+                "result": check.encode_json(result, "result", max_bytes=self.max_payload_bytes),
+            }
             for job_id, claim_id, result in items
-        ]  # fmt: skip
+        ]
         if not batch:
             return []
         with self.backend.session() as s:
@@ -351,9 +377,14 @@ class Queue:
                     row = s.one("get_job", {"id": self._job_id(job_id)})
                     delay_s = self.backoff.delay(row["attempts"] if row else 1)
                 batch.append(
-                    self._fail_item(job_id, self._claim_id(claim_id), check.text(error, "error"),
-                                    bool(retryable), delay_s)
-                )  # fmt: skip
+                    self._fail_item(
+                        job_id,
+                        self._claim_id(claim_id),
+                        check.text(error, "error"),
+                        bool(retryable),
+                        delay_s,
+                    )
+                )
             rows = s.all("fail_jobs", {"items": self.backend.json_param(batch)})
             jobs = [self._job(r) for r in rows]
             self._notify_outcome(s, jobs)
@@ -364,8 +395,14 @@ class Queue:
         job_id: int, claim_id: str, error: str, retryable: bool, delay_s: float
     ) -> dict[str, Any]:
         kind = ErrorKind.RETRYABLE if retryable else ErrorKind.TERMINAL
-        return {"id": job_id, "claim_id": claim_id, "error": error, "error_kind": str(kind),
-                "retry": retryable, "delay_s": delay_s}  # fmt: skip
+        return {
+            "id": job_id,
+            "claim_id": claim_id,
+            "error": error,
+            "error_kind": str(kind),
+            "retry": retryable,
+            "delay_s": delay_s,
+        }
 
     @staticmethod
     def _notify_outcome(s: Session, jobs: Iterable[Job]) -> None:
@@ -520,9 +557,11 @@ class Queue:
         with self.backend.session() as s:
             return s.execute(
                 "prune_jobs",
-                {"statuses": self.backend.json_param([str(x) for x in wanted]),
-                 "older_than_s": older_than_s},
-            )  # fmt: skip
+                {
+                    "statuses": self.backend.json_param([str(x) for x in wanted]),
+                    "older_than_s": older_than_s,
+                },
+            )
 
     # -- reading --------------------------------------------------------------------
     def get(self, job_id: int) -> Job | None:
@@ -533,8 +572,10 @@ class Queue:
 
     def latest(self, key: str, *, queue: str = "default") -> Job | None:
         """The newest job with this key, whatever its state."""
-        where = {"key": check.name(key, "key", max_length=check.MAX_KEY_LENGTH),
-                 "queue": check.name(queue, "queue")}  # fmt: skip
+        where = {
+            "key": check.name(key, "key", max_length=check.MAX_KEY_LENGTH),
+            "queue": check.name(queue, "queue"),
+        }
         with self.backend.session(write=False) as s:
             row = s.one("latest_by_key", where)
         return None if row is None else self._job(row)
@@ -586,8 +627,8 @@ class Queue:
         for row in expired:
             fields.setdefault(row["queue"], {})["expired"] = int(row["n"])
         result = {name: Stats(**values) for name, values in fields.items()}
-        result[queue or "*"] = _sum_stats(result.values()) if queue is None else result.get(
-            queue, Stats()
+        result[queue or "*"] = (
+            _sum_stats(result.values()) if queue is None else result.get(queue, Stats())
         )
         return result
 

@@ -47,7 +47,8 @@ class _PostgresSession(Session):
     def all(self, query: str, params: Mapping[str, Any] | None = None) -> list[Row]:
         with _translated():
             self._cur.execute(self._queries[query], params or {})
-            return self._cur.fetchall() if self._cur.description else []
+            rows: list[Row] = list(self._cur.fetchall()) if self._cur.description else []
+            return rows
 
     def execute(self, query: str, params: Mapping[str, Any] | None = None) -> int:
         with _translated():
@@ -189,8 +190,9 @@ class PostgresBackend(Backend):
                 for statement in split_statements(migration.sql):
                     conn.execute(statement.encode())  # bytes: no placeholder parsing
                 conn.execute(
-                    sql.SQL("INSERT INTO {}.conveyor_migrations (version, name) VALUES (%s, %s)")
-                    .format(ident),
+                    sql.SQL(
+                        "INSERT INTO {}.conveyor_migrations (version, name) VALUES (%s, %s)"
+                    ).format(ident),
                     (migration.version, migration.name),
                 )
                 applied.append(migration.version)
@@ -235,7 +237,8 @@ class PostgresBackend(Backend):
         out = [f"column {t}.{c} {d} nullable={n} default={df}" for t, c, d, n, df in cols]
         out += [f"index {name}: {definition}" for name, definition in indexes]
         out += [f"constraint {name}: {definition}" for name, definition in constraints]
-        return sorted(out)
+        # Compare shapes, not places: drop the schema name from definitions.
+        return sorted(line.replace(f"{self.schema}.", "") for line in out)
 
     def drop_schema(self) -> None:
         """Remove the schema and everything in it (tests and ``conveyor migrate --drop``)."""
@@ -253,9 +256,7 @@ class PostgresBackend(Backend):
             return None
         assert isinstance(value, datetime)
         # PostgreSQL keeps microseconds; SQLite milliseconds. Keep both alike.
-        return value.replace(microsecond=value.microsecond // 1000 * 1000).astimezone(
-            timezone.utc
-        )
+        return value.replace(microsecond=value.microsecond // 1000 * 1000).astimezone(timezone.utc)
 
     def decode_json(self, value: Any) -> Any:
         return value  # psycopg already parsed jsonb

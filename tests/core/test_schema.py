@@ -1,0 +1,168 @@
+"""Schema, migrations, URLs and persistence."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import conveyor
+from conveyor import ConfigurationError
+from conveyor.config import parse_url
+from tests.conftest import drop_schema, fresh_url
+
+
+@pytest.fixture
+def fresh(backend_name: str, tmp_path: Path) -> Iterator[tuple[str, str]]:
+    """Two empty databases on the backend: one migrated at once, one step by step."""
+    a, schema_a = fresh_url(backend_name, tmp_path / "a")
+    b, schema_b = fresh_url(backend_name, tmp_path / "b")
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    yield a, b
+    for schema in (schema_a, schema_b):
+        if schema:
+            drop_schema(schema)
+
+
+def test_step_by_step_migration_equals_a_fresh_schema(fresh: tuple[str, str]) -> None:
+    at_once, stepwise = fresh
+    with conveyor.connect(at_once) as q:
+        latest = q.backend.latest_version()
+        expected = q.backend.describe_schema()
+        assert q.backend.schema_version() == latest >= 2
+    for version in range(1, latest + 1):
+        # Reconnect for every step, with data in the tables, as a real upgrade would.
+        with conveyor.connect(stepwise, migrate=False) as q:
+            assert q.backend.schema_version() == version - 1
+            assert q.migrate(target=version) == [version]
+            if version == 1:
+                with q.backend.session() as s:
+                    s.one(
+                        "insert_job",
+                        {
+                            "queue": "q",
+                            "task": "t",
+                            "payload": None,
+                            "key": None,
+                            "priority": 0,
+                            "run_at": None,
+                            "max_attempts": 1,
+                        },
+                    )
+    with conveyor.connect(stepwise) as q:
+        assert q.backend.describe_schema() == expected
+        assert q.migrate() == []  # nothing left to do
+        assert q.stats().pending == 1  # data survived the upgrade
+
+
+def test_connect_is_idempotent_and_concurrent_safe(db_url: str) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    def open_and_close(_: int) -> int:
+        with conveyor.connect(db_url) as q:
+            return q.backend.schema_version()
+
+    with ThreadPoolExecutor(6) as pool:
+        versions = list(pool.map(open_and_close, range(6)))
+    assert len(set(versions)) == 1 and versions[0] >= 2
+
+
+def test_sqlite_file_persists_across_reopen(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'persist.db'}"
+    with conveyor.connect(url) as q:
+        kept = q.enqueue("t", {"x": 1}, key="k", subscriber="s")
+        claim = q.claim(lease=3600)
+        q.progress(kept.id, claim.id, total=10, checkpoint=4)
+        other = q.enqueue("t", priority=2)
+    with conveyor.connect(url) as q:
+        job = q.get(kept.id)
+        assert job is not None and job.status == "running" and job.claim_id == claim.id
+        assert job.progress.checkpoint == 4 and q.subscribers(kept.id) == ["s"]
+        assert q.get(other.id).priority == 2  # type: ignore[union-attr]
+        assert q.complete(kept.id, claim.id).status == "completed"  # claims outlive processes
+
+
+def test_sqlite_is_in_wal_mode_with_full_sync_by_default(tmp_path: Path) -> None:
+    path = tmp_path / "wal.db"
+    with conveyor.connect(f"sqlite:///{path}"):
+        mode = sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone()[0]
+        assert mode == "wal"
+    with conveyor.connect(f"sqlite:///{path}?synchronous=normal") as q:
+        conn = q.backend._conn  # type: ignore[attr-defined]
+        assert conn.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+    with conveyor.connect(f"sqlite:///{path}") as q:
+        conn = q.backend._conn  # type: ignore[attr-defined]
+        assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+
+
+def test_postgres_schemas_keep_queues_apart(tmp_path: Path) -> None:
+    a, schema_a = fresh_url("postgresql", tmp_path)
+    b, schema_b = fresh_url("postgresql", tmp_path)
+    try:
+        with conveyor.connect(a) as qa, conveyor.connect(b) as qb:
+            qa.enqueue("t")
+            assert qa.stats().pending == 1 and qb.stats().pending == 0
+    finally:
+        drop_schema(schema_a)  # type: ignore[arg-type]
+        drop_schema(schema_b)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("url", "backend", "target"),
+    [
+        ("sqlite:///relative.db", "sqlite", "relative.db"),
+        ("sqlite:////abs/path.db", "sqlite", "/abs/path.db"),
+        ("sqlite:///:memory:", "sqlite", ":memory:"),
+        ("postgresql://u@h:5433/db", "postgresql", "postgresql://u@h:5433/db"),
+        (
+            "postgres://u@h/db?sslmode=disable&schema=jobs",
+            "postgresql",
+            "postgresql://u@h/db?sslmode=disable",
+        ),
+    ],
+)
+def test_urls(url: str, backend: str, target: str) -> None:
+    settings = parse_url(url)
+    assert (settings.backend, settings.target) == (backend, target)
+
+
+def test_url_options() -> None:
+    s = parse_url("sqlite:///x.db?synchronous=normal&timeout=5&max_payload_bytes=10")
+    assert s.backend_options == {"synchronous": "normal", "timeout": 5.0}
+    assert s.queue_options == {"max_payload_bytes": 10}
+    assert parse_url("postgresql://h/db?schema=jobs").backend_options == {"schema": "jobs"}
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("mysql://h/db", "unsupported scheme 'mysql'"),
+        ("no-scheme", "expected sqlite:///"),
+        ("sqlite://host/x.db", "three slashes"),
+        ("sqlite:///", "expected a file name"),
+        ("sqlite:///x.db?colour=red", "unknown option"),
+        ("sqlite:///x.db?timeout=soon", "timeout: expected a number"),
+        ("sqlite:///x.db?synchronous=off", "synchronous: expected one of"),
+        ("postgresql://h/db?schema=bad;name", "schema: expected a plain identifier"),
+        ("postgresql://h/db?pool_max=many", "pool_max: expected an integer"),
+    ],
+)
+def test_bad_urls_raise_configuration_error(url: str, message: str) -> None:
+    with pytest.raises(ConfigurationError, match=message):
+        conveyor.connect(url)
+
+
+def test_url_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "env.db"
+    monkeypatch.setenv("CONVEYOR_DATABASE_URL", f"sqlite:///{path}")
+    with conveyor.connect() as q:
+        q.enqueue("t")
+    assert path.exists()
+
+
+def test_unreachable_postgres_is_a_database_error() -> None:
+    with pytest.raises(conveyor.DatabaseError, match="cannot connect"):
+        conveyor.connect("postgresql://root@127.0.0.1:1/test?connect_timeout=1")
