@@ -1,0 +1,1 @@
+"""Runnable examples: five applications that each used to hand-build a queue."""
