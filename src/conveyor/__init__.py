@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from conveyor.app import App, Task
 from conveyor.config import database_url, open_backend, parse_url
 from conveyor.errors import (
     ConfigurationError,
@@ -28,6 +29,7 @@ from conveyor.errors import (
 from conveyor.job import Claim, ErrorKind, Job, Progress, Stats, Status
 from conveyor.queue import Dedupe, Queue
 from conveyor.retry import Backoff, Fixed
+from conveyor.worker import Context, Worker
 
 __version__ = "0.1.0"
 
@@ -59,9 +61,11 @@ def connect(
 
 
 __all__ = [
+    "App",
     "Backoff",
     "Claim",
     "ConfigurationError",
+    "Context",
     "ConveyorError",
     "DatabaseError",
     "Dedupe",
@@ -78,6 +82,8 @@ __all__ = [
     "StaleClaim",
     "Stats",
     "Status",
+    "Task",
     "Terminal",
+    "Worker",
     "connect",
 ]

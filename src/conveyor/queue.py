@@ -130,6 +130,10 @@ class Queue:
         params = self._new_job(task, payload, queue, key, priority, run_at, max_attempts)
         who = None if subscriber is None else check.name(subscriber, "subscriber")
         policy = _dedupe(on_active, cache_ttl, on_failed)
+        if conn is None and params["key"] is None and who is None:
+            # Nothing to dedupe, nobody to subscribe: one INSERT, committed on its own.
+            (row,) = self.backend.write_once("insert_job", params, queues=[params["queue"]])
+            return self._job(row)
         with self.backend.session(conn=conn) as s:
             return self._insert(s, params, policy, who)
 
@@ -275,25 +279,21 @@ class Queue:
         who = check.name(worker, "worker") if worker is not None else self.worker_name
         previous = None if ack is None else check.text(ack, "ack", max_length=200)
         claim_id = uuid.uuid4().hex
-        with self.backend.session() as s:
-            acked: list[Row] = []
-            if previous:
-                acked = s.all("ack_claim", {"claim_id": previous})
-                s.notify(finished=[r["id"] for r in acked])
-            rows = s.all(
-                "claim_jobs",
-                {
-                    "queue": queue,
-                    "limit": limit,
-                    "lease_s": lease_s,
-                    "claim_id": claim_id,
-                    "worker": who,
-                },
-            )
-            remaining = None
-            if count_remaining:
-                counted = s.one("count_claimable", {"queue": queue})
-                remaining = int(counted["n"]) if counted else 0
+        params = {"queue": queue, "limit": limit, "lease_s": lease_s, "claim_id": claim_id,
+                  "worker": who}  # fmt: skip
+        acked: list[Row] = []
+        remaining = None
+        if not previous and not count_remaining:  # a worker's claim: one statement
+            rows = self.backend.write_once("claim_jobs", params)
+        else:
+            with self.backend.session() as s:
+                if previous:
+                    acked = s.all("ack_claim", {"claim_id": previous})
+                    s.notify(finished=[r["id"] for r in acked])
+                rows = s.all("claim_jobs", params)
+                if count_remaining:
+                    counted = s.one("count_claimable", {"queue": queue})
+                    remaining = int(counted["n"]) if counted else 0
         jobs = sorted((self._job(r) for r in rows), key=lambda j: (j.priority, j.id))
         return Claim(id=claim_id, queue=queue, jobs=jobs, remaining=remaining, acked=len(acked))
 
@@ -326,9 +326,11 @@ class Queue:
         ]
         if not batch:
             return []
-        with self.backend.session() as s:
-            rows = s.all("complete_jobs", {"items": self.backend.json_param(batch)})
-            s.notify(finished=[r["id"] for r in rows])
+        rows = self.backend.write_once(
+            "complete_jobs",
+            {"items": self.backend.json_param(batch)},
+            finished=[job_id for job_id, _claim, _result in items],
+        )
         return [self._job(r) for r in rows]
 
     def fail(
@@ -636,6 +638,40 @@ class Queue:
         self._job_id(job_id)
         with self.backend.session(write=False) as s:
             return [r["subscriber"] for r in s.all("subscribers", {"job_id": job_id})]
+
+    def take_notifications(
+        self, *, limit: int = 100, lease: Duration = 60.0
+    ) -> list[tuple[Job, list[str]]]:
+        """Take up to ``limit`` subscribers of final jobs who were not yet told of the
+        job's latest finish, with their jobs. They are this caller's for ``lease``: call
+        ``mark_notified`` once they are told; if it never comes (a crash), they are
+        offered again when the lease ends. Two dispatchers never take the same one."""
+        params = {
+            "limit": check.integer(limit, "limit", low=1, high=MAX_LIST),
+            "lease_s": seconds(lease, "lease", allow_zero=False),
+        }
+        with self.backend.session() as s:
+            taken = s.all("take_notifications", params)
+            if not taken:
+                return []
+            ids = sorted({r["job_id"] for r in taken})
+            jobs = {
+                r["id"]: self._job(r)
+                for r in s.all("jobs_by_id", {"ids": self.backend.json_param(ids)})
+            }
+        found: dict[int, list[str]] = {}
+        for row in sorted(taken, key=lambda r: (r["job_id"], r["subscriber"])):
+            found.setdefault(row["job_id"], []).append(row["subscriber"])
+        return [(jobs[job_id], who) for job_id, who in found.items() if job_id in jobs]
+
+    def mark_notified(self, items: Sequence[tuple[int, str]]) -> int:
+        """Record that subscribers were told: ``(job_id, subscriber)`` pairs."""
+        batch = [{"job_id": self._job_id(j), "subscriber": check.name(who, "subscriber")}
+                 for j, who in items]  # fmt: skip
+        if not batch:
+            return 0
+        with self.backend.session() as s:
+            return s.execute("mark_notified", {"items": self.backend.json_param(batch)})
 
     def wait(self, job_id: int, timeout: Duration | None = None, *, poll: float = 0.5) -> Job:
         """Block until the job is final, or ``timeout`` passes; returns the job as it is

@@ -31,7 +31,10 @@ def encode_json(value: Any, name: str, *, max_bytes: int = DEFAULT_MAX_PAYLOAD_B
         text = json.dumps(value, allow_nan=False, separators=(",", ":"), ensure_ascii=False)
     except (TypeError, ValueError) as exc:
         raise InvalidArgument(f"{name}: expected a JSON-serialisable value ({exc})") from None
-    size = len(text.encode("utf-8"))
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise InvalidArgument(f"{name}: text may not contain lone surrogates") from None
     if size > max_bytes:
         raise InvalidArgument(f"{name}: expected at most {max_bytes} bytes of JSON, got {size}")
     return text
@@ -74,6 +77,7 @@ def name(value: Any, what: str, *, max_length: int = MAX_NAME_LENGTH) -> str:
         raise InvalidArgument(f"{what}: expected 1 to {max_length} characters, got {len(value)}")
     if any(ord(c) < 32 for c in value):
         raise InvalidArgument(f"{what}: may not contain control characters")
+    _check_encodable(value, what)
     return value
 
 
@@ -100,7 +104,16 @@ def text(value: Any, what: str, *, max_length: int = 64 * 1024) -> str:
         raise InvalidArgument(f"{what}: expected a string, got {type(value).__name__}")
     if "\x00" in value:
         raise InvalidArgument(f"{what}: text may not contain NUL characters")
+    _check_encodable(value, what)
     return value[:max_length]
+
+
+def _check_encodable(value: str, what: str) -> None:
+    """Lone surrogates (JSON escapes such as \\ud800) cannot be stored as UTF-8."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidArgument(f"{what}: text may not contain lone surrogates") from None
 
 
 def timestamp(value: Any, what: str) -> datetime | None:

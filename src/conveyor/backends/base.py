@@ -21,6 +21,10 @@ from conveyor.job import ErrorKind, Job, Progress, Status
 
 Row = Mapping[str, Any]
 
+_STATUSES = {status.value: status for status in Status}
+_ERROR_KINDS = {kind.value: kind for kind in ErrorKind}
+_NO_PROGRESS = Progress()
+
 
 class Session(ABC):
     """One transaction. Statements are named; parameters are a mapping."""
@@ -61,6 +65,26 @@ class Backend(ABC):
         """A transaction. With ``conn`` (the caller's own connection) statements run
         inside the caller's transaction, which commits or rolls back with theirs."""
 
+    def write_once(
+        self,
+        query: str,
+        params: Mapping[str, Any],
+        *,
+        queues: Iterable[str] = (),
+        finished: Iterable[int] = (),
+    ) -> list[Row]:
+        """Run one statement as a transaction of its own; when it changed something,
+        announce that jobs became claimable in ``queues`` or final (``finished``).
+
+        The hot operations (enqueue, claim, complete) are a single statement, and a
+        backend may commit one with less ceremony than a session: SQLite without its
+        BEGIN and COMMIT statements, PostgreSQL in one round trip instead of four."""
+        with self.session() as s:
+            rows = s.all(query, params)
+            if rows:
+                s.notify(queues=queues, finished=finished)
+        return rows
+
     # -- schema ---------------------------------------------------------------------
     @abstractmethod
     def migrate(self, target: int | None = None) -> list[int]:
@@ -89,39 +113,51 @@ class Backend(ABC):
     def decode_json(self, value: Any) -> Any: ...
 
     def decode_job(self, row: Row, *, deduplicated: bool = False) -> Job:
+        # Hot path: every claimed and completed job passes here, so NULLs skip the
+        # decoders and a job without progress shares one empty Progress.
         t = self.decode_time
         j = self.decode_json
-        kind = row["error_kind"]
+        total, done = row["progress_total"], row["progress_completed"]
+        failed, current = row["progress_failed"], row["progress_current"]
+        checkpoint, detail = row["progress_checkpoint"], row["progress_detail"]
+        if (total is None and done is None and failed is None and current is None
+                and checkpoint is None and detail is None):  # fmt: skip
+            progress = _NO_PROGRESS
+        else:
+            progress = Progress(
+                total=total,
+                completed=done,
+                failed=failed,
+                current=None if current is None else j(current),
+                checkpoint=None if checkpoint is None else j(checkpoint),
+                detail=None if detail is None else j(detail),
+            )
+        payload, result, kind = row["payload"], row["result"], row["error_kind"]
+        claimed_at, lease, beat = row["claimed_at"], row["lease_expires_at"], row["heartbeat_at"]
+        started_at, finished_at = row["started_at"], row["finished_at"]
         return Job(
             id=row["id"],
             queue=row["queue"],
             task=row["task"],
-            payload=j(row["payload"]),
+            payload=None if payload is None else j(payload),
             key=row["key"],
-            status=Status(row["status"]),
+            status=_STATUSES[row["status"]],
             priority=row["priority"],
             run_at=t(row["run_at"]),  # type: ignore[arg-type]
             attempts=row["attempts"],
             max_attempts=row["max_attempts"],
             claim_id=row["claim_id"],
-            claimed_at=t(row["claimed_at"]),
-            lease_expires_at=t(row["lease_expires_at"]),
-            heartbeat_at=t(row["heartbeat_at"]),
+            claimed_at=None if claimed_at is None else t(claimed_at),
+            lease_expires_at=None if lease is None else t(lease),
+            heartbeat_at=None if beat is None else t(beat),
             worker=row["worker"],
-            progress=Progress(
-                total=row["progress_total"],
-                completed=row["progress_completed"],
-                failed=row["progress_failed"],
-                current=j(row["progress_current"]),
-                checkpoint=j(row["progress_checkpoint"]),
-                detail=j(row["progress_detail"]),
-            ),
-            result=j(row["result"]),
+            progress=progress,
+            result=None if result is None else j(result),
             error=row["error"],
-            error_kind=ErrorKind(kind) if kind else None,
+            error_kind=_ERROR_KINDS[kind] if kind else None,
             created_at=t(row["created_at"]),  # type: ignore[arg-type]
-            started_at=t(row["started_at"]),
-            finished_at=t(row["finished_at"]),
+            started_at=None if started_at is None else t(started_at),
+            finished_at=None if finished_at is None else t(finished_at),
             updated_at=t(row["updated_at"]),  # type: ignore[arg-type]
             deduplicated=deduplicated,
         )

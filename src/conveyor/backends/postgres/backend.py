@@ -11,9 +11,10 @@ import json
 import logging
 import re
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime, timezone
+from functools import lru_cache
 from typing import Any
 
 import psycopg
@@ -38,6 +39,16 @@ def _to_psycopg(statement: str) -> str:
     return _PARAM.sub(r"%(\1)s", statement.replace("%", "%%"))
 
 
+@lru_cache(maxsize=4096)
+def _to_milliseconds(value: datetime) -> datetime:
+    """PostgreSQL keeps microseconds, SQLite milliseconds: keep both alike, in UTC.
+    Cached: a claimed batch repeats the same few instants (its transaction's now())."""
+    extra = value.microsecond % 1000
+    if extra:
+        value = value.replace(microsecond=value.microsecond - extra)
+    return value if value.tzinfo is timezone.utc else value.astimezone(timezone.utc)
+
+
 class _PostgresSession(Session):
     def __init__(self, conn: psycopg.Connection[Any], queries: Mapping[str, str]) -> None:
         super().__init__()
@@ -56,14 +67,33 @@ class _PostgresSession(Session):
             return self._cur.rowcount
 
     def send_notification(self, channel: str) -> None:
-        if not (self.queues_touched or self.jobs_finished):
+        payload = _notification(self.queues_touched, self.jobs_finished)
+        if payload is None:
             return
-        finished: list[int] | str = sorted(self.jobs_finished)
-        payload = json.dumps({"queues": sorted(self.queues_touched), "finished": finished})
-        if len(payload) > _MAX_PAYLOAD:
-            payload = json.dumps({"queues": sorted(self.queues_touched)[:50], "finished": "*"})
         with _translated():
             self._cur.execute("SELECT pg_notify(%s, %s)", (channel, payload))
+
+
+def _notification(queues: Iterable[str], finished: Iterable[int]) -> str | None:
+    """The NOTIFY payload saying which queues got claimable jobs and which jobs finished."""
+    touched, done = sorted(set(queues)), sorted(set(finished))
+    if not (touched or done):
+        return None
+    payload = json.dumps({"queues": touched, "finished": done})
+    if len(payload) > _MAX_PAYLOAD:
+        payload = json.dumps({"queues": touched[:50], "finished": "*"})
+    return payload
+
+
+# A statement that makes jobs claimable or final carries its NOTIFY along. In autocommit
+# mode one statement is one transaction: one round trip, where a session needs four
+# (BEGIN, the statement, NOTIFY, COMMIT). MATERIALIZED: the notification is sent once,
+# however many rows the statement returns.
+_ANNOUNCING = (
+    "WITH changed AS ({statement}),"
+    " sent AS MATERIALIZED (SELECT pg_notify(%(notify_channel)s, %(notify_payload)s))"
+    " SELECT changed.* FROM changed, sent"
+)
 
 
 @contextmanager
@@ -144,6 +174,28 @@ class PostgresBackend(Backend):
             session.send_notification(self.channel)
         if session.queues_touched or session.jobs_finished:
             self._announce()
+
+    def write_once(
+        self,
+        query: str,
+        params: Mapping[str, Any],
+        *,
+        queues: Iterable[str] = (),
+        finished: Iterable[int] = (),
+    ) -> list[Row]:
+        statement = self._queries[query]
+        payload = _notification(queues, finished)
+        if payload is not None:
+            statement = _ANNOUNCING.format(statement=statement)
+            params = {**params, "notify_channel": self.channel, "notify_payload": payload}
+        # Pool connections are in autocommit mode: the statement commits on its own.
+        with _translated(), self._pool.connection() as pooled:
+            cur = pooled.cursor(row_factory=dict_row)
+            cur.execute(statement, params)
+            rows: list[Row] = list(cur.fetchall()) if cur.description else []
+        if rows and payload is not None:
+            self._announce()
+        return rows
 
     @contextmanager
     def _caller_session(self, conn: Any) -> Iterator[Session]:
@@ -255,8 +307,7 @@ class PostgresBackend(Backend):
         if value is None:
             return None
         assert isinstance(value, datetime)
-        # PostgreSQL keeps microseconds; SQLite milliseconds. Keep both alike.
-        return value.replace(microsecond=value.microsecond // 1000 * 1000).astimezone(timezone.utc)
+        return _to_milliseconds(value)
 
     def decode_json(self, value: Any) -> Any:
         return value  # psycopg already parsed jsonb

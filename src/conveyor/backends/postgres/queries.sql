@@ -238,3 +238,31 @@ WHERE status IN (SELECT jsonb_array_elements_text(:statuses::jsonb))
 
 -- name: db_now
 SELECT now() AS db_now;
+
+-- name: take_notifications
+-- Subscribers of final jobs not yet told of the job's latest finish (a job retried and
+-- finished again is announced again), taken for :lease_s seconds by one dispatcher.
+UPDATE {schema}.conveyor_subscribers AS s
+SET notifying_until = now() + make_interval(secs => :lease_s)
+FROM (SELECT c.job_id, c.subscriber
+      FROM {schema}.conveyor_subscribers AS c
+      JOIN {schema}.conveyor_jobs AS j ON j.id = c.job_id
+      WHERE j.status IN ('completed', 'failed', 'cancelled')
+        AND (c.notified_at IS NULL OR c.notified_at < j.finished_at)
+        AND (c.notifying_until IS NULL OR c.notifying_until < now())
+      ORDER BY c.job_id, c.subscriber
+      LIMIT :limit
+      FOR UPDATE OF c SKIP LOCKED) AS picked
+WHERE s.job_id = picked.job_id AND s.subscriber = picked.subscriber
+RETURNING s.job_id, s.subscriber;
+
+-- name: jobs_by_id
+SELECT * FROM {schema}.conveyor_jobs
+WHERE id IN (SELECT jsonb_array_elements_text(:ids::jsonb)::bigint);
+
+-- name: mark_notified
+-- :items is a JSON array of {"job_id", "subscriber"}.
+UPDATE {schema}.conveyor_subscribers AS s
+SET notified_at = now(), notifying_until = NULL
+FROM jsonb_to_recordset(:items::jsonb) AS item(job_id bigint, subscriber text)
+WHERE s.job_id = item.job_id AND s.subscriber = item.subscriber;

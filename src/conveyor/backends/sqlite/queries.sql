@@ -68,6 +68,9 @@ WHERE queue = :queue AND status = 'pending' AND run_at <= {now};
 
 -- name: complete_jobs
 -- :items is a JSON array of {"id", "claim_id", "result" (JSON text or null)}.
+-- The unary + on status keeps the planner from driving the update through the status
+-- index (every running job, each probing the whole batch): it walks the batch instead
+-- and finds each job by id. The same in fail_jobs and heartbeat_jobs.
 UPDATE conveyor_jobs
 SET status = 'completed',
     result = item.result,
@@ -80,7 +83,7 @@ FROM (SELECT value ->> '$.id' AS id,
       FROM json_each(:items)) AS item
 WHERE conveyor_jobs.id = item.id
   AND conveyor_jobs.claim_id = item.claim_id
-  AND conveyor_jobs.status = 'running'
+  AND +conveyor_jobs.status = 'running'
 RETURNING *;
 
 -- name: fail_jobs
@@ -108,7 +111,7 @@ FROM (SELECT j.id AS id,
       JOIN conveyor_jobs AS j ON j.id = value ->> '$.id') AS item
 WHERE conveyor_jobs.id = item.id
   AND conveyor_jobs.claim_id = item.claim_id
-  AND conveyor_jobs.status = 'running'
+  AND +conveyor_jobs.status = 'running'
 RETURNING *;
 
 -- name: heartbeat_jobs
@@ -121,7 +124,7 @@ FROM (SELECT value ->> '$.id' AS id, value ->> '$.claim_id' AS claim_id
       FROM json_each(:items)) AS item
 WHERE conveyor_jobs.id = item.id
   AND conveyor_jobs.claim_id = item.claim_id
-  AND conveyor_jobs.status = 'running'
+  AND +conveyor_jobs.status = 'running'
 RETURNING *;
 
 -- name: progress_job
@@ -243,3 +246,30 @@ WHERE status IN (SELECT value FROM json_each(:statuses))
 
 -- name: db_now
 SELECT {now} AS db_now;
+
+-- name: take_notifications
+-- Subscribers of final jobs not yet told of the job's latest finish (a job retried and
+-- finished again is announced again), taken for :lease_s seconds by one dispatcher.
+UPDATE conveyor_subscribers
+SET notifying_until = {now} + :lease_s
+WHERE (job_id, subscriber) IN (
+    SELECT s.job_id, s.subscriber
+    FROM conveyor_subscribers AS s
+    JOIN conveyor_jobs AS j ON j.id = s.job_id
+    WHERE j.status IN ('completed', 'failed', 'cancelled')
+      AND (s.notified_at IS NULL OR s.notified_at < j.finished_at)
+      AND (s.notifying_until IS NULL OR s.notifying_until < {now})
+    ORDER BY s.job_id, s.subscriber
+    LIMIT :limit)
+RETURNING job_id, subscriber;
+
+-- name: jobs_by_id
+SELECT * FROM conveyor_jobs WHERE id IN (SELECT value FROM json_each(:ids));
+
+-- name: mark_notified
+-- :items is a JSON array of {"job_id", "subscriber"}.
+UPDATE conveyor_subscribers
+SET notified_at = {now}, notifying_until = NULL
+WHERE EXISTS (SELECT 1 FROM json_each(:items)
+              WHERE value ->> '$.job_id' = conveyor_subscribers.job_id
+                AND value ->> '$.subscriber' = conveyor_subscribers.subscriber);

@@ -1,0 +1,321 @@
+"""``App`` and ``Task``: register functions as tasks, enqueue them, run them.
+
+    app = conveyor.App("sqlite:///conveyor.db")
+
+    @app.task(queue="fics", max_attempts=5, timeout=60)
+    def parse(ctx: conveyor.Context, url: str) -> dict[str, str]:
+        ...
+
+    parse.enqueue(url="https://…", key="https://…")     # or parse.enqueue("https://…")
+    app.run_worker(concurrency=4)                          # or: conveyor worker --app mod:app
+
+Only registered task names ever run: a job names its task, never code to import.
+"""
+
+from __future__ import annotations
+
+import inspect
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, TypeVar, overload
+
+from conveyor import validation as check
+from conveyor.errors import ConfigurationError, InvalidArgument
+from conveyor.job import Job
+from conveyor.queue import Duration, OnActive, OnFailed, Queue
+from conveyor.retry import BackoffPolicy, seconds
+from conveyor.worker.context import Context
+from conveyor.worker.payload import Binding
+
+if TYPE_CHECKING:
+    from conveyor.notify import Notifier
+    from conveyor.worker.runtime import Worker, WorkerStats
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+# Keywords of ``task.enqueue`` that are options, not arguments — unless the task has a
+# parameter of that name, in which case the argument wins and ``using()`` sets the option.
+ENQUEUE_OPTIONS = frozenset(
+    {"key", "run_at", "priority", "queue", "max_attempts", "subscriber", "conn"}
+)
+IMMEDIATE_URL = "sqlite:///:memory:"
+
+
+class Task(Generic[P, R]):
+    """A registered task function. Call it directly (with a context) in unit tests, or
+    ``enqueue`` it to have a worker run it."""
+
+    def __init__(
+        self,
+        app: App,
+        fn: Callable[Concatenate[Context, P], R],
+        *,
+        name: str | None = None,
+        queue: str = "default",
+        max_attempts: int | None = None,
+        backoff: BackoffPolicy | None = None,
+        timeout: Duration | None = None,
+        retry_on: type[BaseException] | tuple[type[BaseException], ...] | None = None,
+        priority: int = 0,
+    ) -> None:
+        self.app = app
+        self.fn = fn
+        self.name = check.name(name or f"{fn.__module__}.{fn.__qualname__}", "task name")
+        self.queue = check.name(queue, "queue")
+        self.max_attempts = (
+            None
+            if max_attempts is None
+            else check.integer(max_attempts, "max_attempts", low=1, high=1_000_000)
+        )
+        if backoff is not None and not callable(getattr(backoff, "delay", None)):
+            raise ConfigurationError(f"task {self.name}: backoff needs a delay(attempt) method")
+        self.backoff = backoff
+        self.timeout = None if timeout is None else seconds(timeout, "timeout", allow_zero=False)
+        self.retry_on = _exception_types(retry_on, self.name)
+        self.priority = check.integer(priority, "priority")
+        self.is_async = inspect.iscoroutinefunction(fn)
+        self.binding = Binding(fn, self.name)
+        self.__doc__ = fn.__doc__
+        self.__wrapped__ = fn
+
+    def __call__(self, ctx: Context, *args: P.args, **kwargs: P.kwargs) -> R:
+        return self.fn(ctx, *args, **kwargs)
+
+    def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> Job:
+        """Enqueue a run with these arguments. The keywords ``key``, ``run_at``,
+        ``priority``, ``queue``, ``max_attempts``, ``subscriber`` and ``conn`` are
+        options of the job (see ``using``), unless the task has a parameter of that name."""
+        options: dict[str, Any] = {
+            k: kwargs.pop(k)
+            for k in list(kwargs)
+            if k in ENQUEUE_OPTIONS and k not in self.binding.parameters
+        }
+        return self.using(**options).enqueue(*args, **kwargs)
+
+    def using(
+        self,
+        *,
+        key: str | None = None,
+        run_at: datetime | None = None,
+        priority: int | None = None,
+        queue: str | None = None,
+        max_attempts: int | None = None,
+        subscriber: str | None = None,
+        conn: Any = None,
+        on_active: OnActive = "return",
+        cache_ttl: Duration | None = None,
+        on_failed: OnFailed = "new",
+    ) -> TaskCall[P]:
+        """Job options, type-checked apart from the task's own arguments:
+        ``parse.using(key=url).enqueue(url=url)``."""
+        options: dict[str, Any] = {
+            "key": key,
+            "run_at": run_at,
+            "subscriber": subscriber,
+            "conn": conn,
+            "priority": self.priority if priority is None else priority,
+            "queue": queue or self.queue,
+            "max_attempts": max_attempts or self.max_attempts,
+            "on_active": on_active,
+            "cache_ttl": cache_ttl,
+            "on_failed": on_failed,
+        }
+        return TaskCall(self, options)
+
+    def enqueue_many(self, calls: Iterable[Mapping[str, Any]], *, conn: Any = None) -> list[Job]:
+        """Enqueue one job per mapping of keyword arguments, in one transaction."""
+        items = []
+        for call in calls:
+            if not isinstance(call, Mapping):
+                raise InvalidArgument(f"calls: expected keyword-argument dicts, got {call!r}")
+            items.append(
+                {
+                    "task": self.name,
+                    "payload": self.binding.to_payload((), call),
+                    "queue": self.queue,
+                    "priority": self.priority,
+                    "max_attempts": self.max_attempts,
+                }
+            )
+        jobs = self.app.queue.enqueue_many(items, conn=conn)
+        if self.app.immediate and conn is None:
+            self.app.drain()
+            return [self.app.queue.get(j.id) or j for j in jobs]
+        return jobs
+
+    def __repr__(self) -> str:
+        return f"<Task {self.name} queue={self.queue}>"
+
+
+class TaskCall(Generic[P]):
+    """A task with its job options chosen, ready to ``enqueue`` arguments."""
+
+    def __init__(self, task: Task[P, Any], options: dict[str, Any]) -> None:
+        self.task = task
+        self.options = options
+
+    def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> Job:
+        task = self.task
+        payload = task.binding.to_payload(args, kwargs)
+        job = task.app.queue.enqueue(task.name, payload, **self.options)
+        if task.app.immediate and self.options["conn"] is None:
+            task.app.drain()
+            return task.app.queue.get(job.id) or job
+        return job
+
+
+class App:
+    """Tasks, and the queue they are enqueued on. ``url_or_queue``: a database URL (the
+    connection opens on first use) or an open ``Queue``. ``immediate=True`` runs each
+    enqueued job before ``enqueue`` returns (for tests; an in-memory database unless a
+    URL is given). ``notifier``: who tells a job's subscribers that it finished."""
+
+    def __init__(
+        self,
+        url_or_queue: str | Queue | None = None,
+        *,
+        immediate: bool = False,
+        notifier: Notifier | None = None,
+    ) -> None:
+        self.immediate = immediate
+        self.tasks: dict[str, Task[Any, Any]] = {}
+        self._lock = threading.RLock()
+        self._queue: Queue | None = None
+        self._url: str | None = None
+        self._owns_queue = False
+        self._draining = threading.local()
+        self.bind(url_or_queue)
+        self.notifier: Notifier | None = None
+        if notifier is not None:
+            self.use_notifier(notifier)
+
+    # -- the queue ------------------------------------------------------------------
+    def bind(self, url_or_queue: str | Queue | None) -> None:
+        """Use another database from now on (``conveyor worker --db`` does this). A
+        queue-like object with ``Queue``'s methods (a remote queue) is accepted too."""
+        with self._lock:
+            old, owned = self._queue, self._owns_queue
+            if url_or_queue is None or isinstance(url_or_queue, str):
+                url = url_or_queue or (IMMEDIATE_URL if self.immediate else None)
+                self._queue, self._url, self._owns_queue = None, url, True
+            elif isinstance(url_or_queue, Queue) or _queue_like(url_or_queue):
+                # Typed as Queue: a remote queue offers the same methods.
+                self._queue, self._url, self._owns_queue = url_or_queue, None, False
+            else:
+                raise ConfigurationError(
+                    f"App: expected a database URL or a Queue, got {type(url_or_queue).__name__}"
+                )
+            if old is not None and owned and old is not self._queue:
+                old.close()
+
+    @property
+    def queue(self) -> Queue:
+        """The queue, connected (and migrated) on first use."""
+        with self._lock:
+            if self._queue is None:
+                import conveyor  # here, not at import time: conveyor imports this module
+
+                self._queue = conveyor.connect(self._url)
+            return self._queue
+
+    def close(self) -> None:
+        with self._lock:
+            if self._queue is not None and self._owns_queue:
+                self._queue.close()
+            self._queue = None
+
+    # -- tasks ----------------------------------------------------------------------
+    @overload
+    def task(self, fn: Callable[Concatenate[Context, P], R], /) -> Task[P, R]: ...
+
+    @overload
+    def task(
+        self,
+        fn: None = None,
+        /,
+        *,
+        name: str | None = None,
+        queue: str = "default",
+        max_attempts: int | None = None,
+        backoff: BackoffPolicy | None = None,
+        timeout: Duration | None = None,
+        retry_on: type[BaseException] | tuple[type[BaseException], ...] | None = None,
+        priority: int = 0,
+    ) -> Callable[[Callable[Concatenate[Context, P], R]], Task[P, R]]: ...
+
+    def task(self, fn: Any = None, /, **options: Any) -> Any:
+        """Register a task: ``@app.task`` or ``@app.task(name=..., queue=..., ...)``."""
+
+        def register(function: Callable[Concatenate[Context, P], R]) -> Task[P, R]:
+            task = Task(self, function, **options)
+            self.add(task)
+            return task
+
+        return register if fn is None else register(fn)
+
+    def add(self, task: Task[Any, Any]) -> None:
+        with self._lock:
+            # ``!=``, not ``is not``: a bound method is a new object at every access.
+            if task.name in self.tasks and self.tasks[task.name].fn != task.fn:
+                raise ConfigurationError(f"a task named {task.name!r} is already registered")
+            self.tasks[task.name] = task
+
+    def get_task(self, name: str) -> Task[Any, Any] | None:
+        return self.tasks.get(name)
+
+    @property
+    def queues(self) -> list[str]:
+        """The queues the registered tasks use, in order of first registration."""
+        return list(dict.fromkeys(t.queue for t in self.tasks.values()))
+
+    def use_notifier(self, notifier: Notifier) -> None:
+        """Tell subscribers of finished jobs through ``notifier`` (see ``conveyor.notify``)."""
+        attach = getattr(notifier, "attach", None)
+        if callable(attach):
+            attach(self)
+        self.notifier = notifier
+
+    # -- running --------------------------------------------------------------------
+    def worker(self, **options: Any) -> Worker:
+        """A ``Worker`` for this app; see its arguments."""
+        from conveyor.worker.runtime import Worker
+
+        return Worker(self, **options)
+
+    def run_worker(self, **options: Any) -> WorkerStats:
+        """Run a worker until it is stopped (a signal, or ``burst=True`` and no work)."""
+        return self.worker(**options).run()
+
+    def drain(self, queues: Iterable[str] | None = None) -> int:
+        """Run every claimable job of ``queues`` (default: the tasks' queues) here, one at
+        a time, until none is left; returns how many ran. Jobs scheduled for later stay."""
+        if getattr(self._draining, "active", False):
+            return 0  # enqueued from a task that drain is running: the loop picks it up
+        from conveyor.worker.inline import drain
+
+        self._draining.active = True
+        try:
+            return drain(self, list(queues) if queues is not None else self.queues)
+        finally:
+            self._draining.active = False
+
+
+def _queue_like(value: object) -> bool:
+    """Anything with the queue's claim and report operations (a remote queue) will do."""
+    return all(callable(getattr(value, m, None)) for m in ("claim", "complete_many", "fail_many"))
+
+
+def _exception_types(
+    value: type[BaseException] | tuple[type[BaseException], ...] | None, task: str
+) -> tuple[type[BaseException], ...] | None:
+    if value is None:
+        return None
+    types = value if isinstance(value, tuple) else (value,)
+    if not types or not all(isinstance(t, type) and issubclass(t, BaseException) for t in types):
+        raise ConfigurationError(f"task {task}: retry_on expects exception classes")
+    return types
+
+
+__all__ = ["App", "Context", "Task", "TaskCall"]

@@ -1,0 +1,146 @@
+"""One error shape for every refusal: ``{"error": {"code": ..., "message": ...}}``.
+
+Library errors keep their code (``not_found``, ``stale_claim``, …) so a remote client
+can raise the same exception class. Internal causes (database messages, tracebacks)
+are logged here and never sent."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
+from starlette.routing import Match
+
+from conveyor.errors import (
+    ConveyorError,
+    DatabaseError,
+    DuplicateJob,
+    InvalidArgument,
+    InvalidTransition,
+    JobNotFound,
+    StaleClaim,
+)
+from conveyor.web.auth import AuthError
+
+log = logging.getLogger("conveyor.web")
+
+STATUS_OF: dict[type[ConveyorError], int] = {
+    JobNotFound: 404,
+    StaleClaim: 409,
+    InvalidTransition: 409,
+    DuplicateJob: 409,
+    InvalidArgument: 422,
+    DatabaseError: 503,
+}
+_HTTP_CODES = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+}
+_MAX_LISTED = 5
+_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
+
+
+def error_response(
+    status: int, code: str, message: str, *, headers: dict[str, str] | None = None, **extra: Any
+) -> JSONResponse:
+    body: dict[str, Any] = {"code": code, "message": message}
+    body.update({k: v for k, v in extra.items() if v is not None})
+    return JSONResponse({"error": body}, status_code=status, headers=headers)
+
+
+def install(app: FastAPI) -> None:
+    app.add_exception_handler(ConveyorError, _conveyor_error)  # type: ignore[arg-type]
+    app.add_exception_handler(AuthError, _auth_error)  # type: ignore[arg-type]
+    app.add_exception_handler(RequestValidationError, _validation_error)  # type: ignore[arg-type]
+    app.add_exception_handler(HTTPException, _http_error)  # type: ignore[arg-type]
+    app.add_exception_handler(Exception, _internal_error)
+
+
+async def _conveyor_error(request: Request, exc: ConveyorError) -> JSONResponse:
+    status = next((s for cls, s in STATUS_OF.items() if isinstance(exc, cls)), 500)
+    if isinstance(exc, DatabaseError):
+        log.warning("database error on %s %s: %s", request.method, request.url.path, exc)
+        return error_response(
+            503,
+            exc.code,
+            "the database is unavailable; try again later",
+            headers={"Retry-After": "1"},
+        )
+    if status == 500:
+        log.error(
+            "unexpected %s on %s %s: %s", type(exc).__name__, request.method, request.url.path, exc
+        )
+        return error_response(500, "internal_error", "the server failed; see its log")
+    job_id = exc.job_id if isinstance(exc, DuplicateJob) else None
+    return error_response(status, exc.code, exc.message, job_id=job_id)
+
+
+async def _auth_error(request: Request, exc: AuthError) -> JSONResponse:
+    headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
+    return error_response(exc.status, exc.code, exc.message, headers=headers)
+
+
+async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+    errors = list(exc.errors())
+    malformed = [e for e in errors if e.get("type") == "json_invalid"]
+    if malformed:
+        reason = str((malformed[0].get("ctx") or {}).get("error", "invalid JSON"))
+        reason = reason.removesuffix(" at")  # "Invalid control character at"
+        where = malformed[0].get("loc", ())[-1:]
+        at = f" at position {where[0]}" if where and isinstance(where[0], int) else ""
+        return error_response(400, "malformed_json", f"request body: {reason}{at}")
+    parts = [_describe(e) for e in errors[:_MAX_LISTED]]
+    if len(errors) > _MAX_LISTED:
+        parts.append(f"and {len(errors) - _MAX_LISTED} more")
+    return error_response(422, "validation_error", "; ".join(parts) or "invalid request")
+
+
+def _describe(error: Any) -> str:
+    loc = ".".join(str(p) for p in error.get("loc", ()) if p != "body") or "body"
+    message = str(error.get("msg", "invalid"))
+    return f"{loc}: {message}"
+
+
+async def _http_error(request: Request, exc: HTTPException) -> JSONResponse:
+    status = exc.status_code
+    code = _HTTP_CODES.get(status, "http_error")
+    headers = dict(exc.headers or {})
+    if status == 400:  # raised by the framework only when it cannot decode the body
+        code = "malformed_json"
+        message = "request body: expected UTF-8 JSON (numbers at most 4300 digits long)"
+    elif status == 404:
+        message = f"no route matches {request.method} {request.url.path}"
+    elif status == 405:
+        message = f"method {request.method} is not allowed on {request.url.path}"
+        headers["Allow"] = ", ".join(_allowed_methods(request))
+    else:
+        message = str(exc.detail)
+    if status >= 500:  # pragma: no cover - routes raise library errors, not 5xx
+        log.error("HTTP %s on %s %s: %s", status, request.method, request.url.path, exc.detail)
+        message = "the server failed; see its log"
+    return error_response(status, code, message, headers=headers)
+
+
+def _allowed_methods(request: Request) -> list[str]:
+    """Every method some route accepts on this path (the router's own Allow header
+    names only the first route that matched the path)."""
+    allowed = []
+    for method in _METHODS:
+        scope = {**request.scope, "method": method}
+        if any(route.matches(scope)[0] == Match.FULL for route in request.app.router.routes):
+            allowed.append(method)
+    return allowed
+
+
+async def _internal_error(request: Request, exc: Exception) -> JSONResponse:
+    log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+    return error_response(500, "internal_error", "the server failed; see its log")

@@ -1,0 +1,271 @@
+"""The JSON bodies of the HTTP API, as pydantic models (they are the OpenAPI schema).
+
+Request models are strict (``"5"`` is not a number) and forbid unknown fields, so a
+typo is an error rather than a silently ignored option. Bounds that the library also
+checks are repeated here so the schema documents them."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+)
+
+from conveyor.job import ErrorKind, Status
+from conveyor.queue import MAX_CLAIM
+from conveyor.validation import INT32, MAX_KEY_LENGTH, MAX_NAME_LENGTH
+
+JOB_ID_MAX = 2**63 - 1
+TEN_YEARS = 10 * 365 * 86400.0
+MAX_BATCH = 10_000
+_NO_CONTROL = r"^[^\x00-\x1f]*$"
+
+Name = Annotated[
+    str, StringConstraints(min_length=1, max_length=MAX_NAME_LENGTH, pattern=_NO_CONTROL)
+]
+Key = Annotated[
+    str, StringConstraints(min_length=1, max_length=MAX_KEY_LENGTH, pattern=_NO_CONTROL)
+]
+ClaimId = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=_NO_CONTROL)]
+JobId = Annotated[int, Field(ge=1, le=JOB_ID_MAX)]
+Int32 = Annotated[int, Field(ge=-INT32, le=INT32)]
+Count = Annotated[int, Field(ge=0, le=INT32)]
+Seconds = Annotated[float, Field(ge=0, le=TEN_YEARS, allow_inf_nan=False)]
+PositiveSeconds = Annotated[float, Field(gt=0, le=TEN_YEARS, allow_inf_nan=False)]
+
+
+def _iso_text(value: Any) -> Any:
+    # Lax datetimes would also take numbers (as Unix time); the API takes ISO 8601 only.
+    if not isinstance(value, str):
+        raise ValueError("expected an ISO 8601 date-time string")
+    return value
+
+
+# JSON text carries datetimes as strings, which a strict model would refuse.
+When = Annotated[AwareDatetime, Field(strict=False), BeforeValidator(_iso_text)]
+
+
+FinalStatus = Literal["completed", "failed", "cancelled"]
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+
+# -- requests ---------------------------------------------------------------------------
+class EnqueueItem(_Request):
+    task: Name
+    payload: Any = None
+    queue: Name | None = Field(None, description="default: the request's queue, else 'default'")
+    key: Key | None = None
+    priority: Int32 = Field(0, description="lower runs first")
+    run_at: When | None = Field(None, description="not before this time (with a UTC offset)")
+    max_attempts: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
+    subscriber: Name | None = None
+
+
+class EnqueueRequest(EnqueueItem):
+    on_active: Literal["return", "raise"] = Field(
+        "return", description="an active job has the key: return it (200) or refuse (409)"
+    )
+    cache_ttl_seconds: Seconds | None = Field(
+        None, description="reuse the key's job completed less than this long ago"
+    )
+    on_failed: Literal["new", "return", "retry"] = Field(
+        "new", description="the key's latest job failed: enqueue a new one, return it, or retry it"
+    )
+
+
+class BatchEnqueueRequest(_Request):
+    jobs: Annotated[list[EnqueueItem], Field(max_length=MAX_BATCH)]
+    queue: Name = "default"
+
+
+class ClaimRequest(_Request):
+    limit: Annotated[int, Field(ge=1, le=MAX_CLAIM)] = 1
+    lease_seconds: PositiveSeconds = 300.0
+    ack: ClaimId | None = Field(None, description="a previous claim id, completed first")
+    worker: Name | None = None
+    count_remaining: bool = True
+
+
+class CompleteRequest(_Request):
+    claim_id: ClaimId
+    result: Any = None
+
+
+class FailRequest(_Request):
+    claim_id: ClaimId
+    error: str
+    retryable: bool = True
+    delay_seconds: Seconds | None = Field(None, description="default: the server's backoff")
+
+
+class HeartbeatRequest(_Request):
+    claim_id: ClaimId
+    extend_seconds: PositiveSeconds | None = Field(
+        None, description="the lease ends this long from now (default: the claim's lease)"
+    )
+
+
+class ProgressRequest(_Request):
+    claim_id: ClaimId
+    total: Count | None = None
+    completed: Count | None = None
+    failed: Count | None = None
+    current: Any = None
+    checkpoint: Any = None
+    detail: Any = None
+
+
+class CompleteItem(_Request):
+    job_id: JobId
+    claim_id: ClaimId
+    result: Any = None
+
+
+class FailItem(_Request):
+    job_id: JobId
+    claim_id: ClaimId
+    error: str
+    retryable: bool = True
+    delay_seconds: Seconds | None = None
+
+
+class HeartbeatItem(_Request):
+    job_id: JobId
+    claim_id: ClaimId
+
+
+class CompleteManyRequest(_Request):
+    items: Annotated[list[CompleteItem], Field(max_length=MAX_BATCH)]
+
+
+class FailManyRequest(_Request):
+    items: Annotated[list[FailItem], Field(max_length=MAX_BATCH)]
+
+
+class HeartbeatManyRequest(_Request):
+    items: Annotated[list[HeartbeatItem], Field(max_length=MAX_BATCH)]
+    extend_seconds: PositiveSeconds | None = None
+
+
+class CompleteByKeyRequest(_Request):
+    key: Key
+    result: Any = None
+
+
+class PruneRequest(_Request):
+    older_than_seconds: Seconds
+    statuses: Annotated[list[FinalStatus], Field(min_length=1, max_length=3)] = ["completed"]
+
+
+# -- responses --------------------------------------------------------------------------
+class ProgressOut(BaseModel):
+    total: int | None
+    completed: int | None
+    failed: int | None
+    current: Any
+    checkpoint: Any
+    detail: Any
+
+
+class JobOut(BaseModel):
+    id: int
+    queue: str
+    task: str
+    payload: Any
+    key: str | None
+    status: Status
+    priority: int
+    run_at: datetime
+    attempts: int
+    max_attempts: int
+    claim_id: str | None
+    claimed_at: datetime | None
+    lease_expires_at: datetime | None
+    heartbeat_at: datetime | None
+    worker: str | None
+    progress: ProgressOut
+    result: Any
+    error: str | None
+    error_kind: ErrorKind | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    updated_at: datetime
+    deduplicated: bool = Field(description="enqueue returned an existing job for the key")
+
+
+class JobList(BaseModel):
+    jobs: list[JobOut]
+
+
+class ClaimOut(BaseModel):
+    claim_id: str
+    queue: str
+    jobs: list[JobOut]
+    remaining: int | None = Field(description="jobs of the queue claimable now")
+    acked: int = Field(description="jobs of the acknowledged claim completed first")
+
+
+class StatsOut(BaseModel):
+    pending: int
+    running: int
+    completed: int
+    failed: int
+    cancelled: int
+    oldest_pending_at: datetime | None
+    scheduled: int = Field(description="pending jobs whose run_at is in the future")
+    expired: int = Field(description="running jobs whose lease has expired")
+    total: int
+
+
+class QueuesOut(BaseModel):
+    queues: dict[str, StatsOut] = Field(description="per queue, and '*' for all of them")
+
+
+class SubscribersOut(BaseModel):
+    subscribers: list[str]
+
+
+class ResetOut(BaseModel):
+    reset_count: int
+
+
+class RemovedOut(BaseModel):
+    removed_count: int
+
+
+class AckedOut(BaseModel):
+    acked_count: int
+
+
+class RecoveredOut(BaseModel):
+    recovered_count: int
+
+
+class CompletedOut(BaseModel):
+    completed_count: int
+
+
+class HealthOut(BaseModel):
+    status: Literal["ok"]
+    time: datetime = Field(description="the database clock")
+
+
+class ErrorBody(BaseModel):
+    code: str
+    message: str
+    job_id: int | None = Field(None, description="duplicate_job: the active job's id")
+
+
+class ErrorOut(BaseModel):
+    error: ErrorBody

@@ -1,0 +1,83 @@
+"""Operating the queue: retry, cancel, reset claims, prune, complete by key."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+
+from conveyor.web.auth import Role, require
+from conveyor.web.models import (
+    TEN_YEARS,
+    CompleteByKeyRequest,
+    CompletedOut,
+    JobOut,
+    PruneRequest,
+    RemovedOut,
+    ResetOut,
+)
+from conveyor.web.routes.common import JobIdPath, QueuePath, errors
+from conveyor.web.state import State, job_out
+
+router = APIRouter(tags=["admin"], dependencies=[require(Role.ADMIN)])
+
+
+@router.post(
+    "/api/jobs/{job_id:int}/retry",
+    response_model=JobOut,
+    responses=errors(404, 409),
+    summary="Run a final job again",
+)
+def retry(job_id: JobIdPath, state: State) -> dict[str, Any]:
+    """A failed, cancelled or completed job back to pending, attempts reset."""
+    return job_out(state.queue.retry(job_id))
+
+
+@router.post(
+    "/api/jobs/{job_id:int}/cancel",
+    response_model=JobOut,
+    responses=errors(404, 409),
+    summary="Cancel a pending or running job",
+)
+def cancel(job_id: JobIdPath, state: State) -> dict[str, Any]:
+    job = state.queue.cancel(job_id)
+    state.metrics.reported_jobs([job])
+    return job_out(job)
+
+
+@router.post(
+    "/api/claims/reset",
+    response_model=ResetOut,
+    responses=errors(),
+    summary="Reset old claims",
+)
+def reset_claims(
+    state: State,
+    older_than_minutes: Annotated[float, Query(ge=0, le=TEN_YEARS / 60, allow_inf_nan=False)],
+) -> dict[str, Any]:
+    """Every running job claimed more than `older_than_minutes` ago goes back to
+    pending."""
+    return {"reset_count": state.queue.reset_claims(older_than_minutes * 60)}
+
+
+@router.post(
+    "/api/prune",
+    response_model=RemovedOut,
+    responses=errors(),
+    summary="Delete old final jobs",
+)
+def prune(body: PruneRequest, state: State) -> dict[str, Any]:
+    removed = state.queue.prune(older_than=body.older_than_seconds, statuses=body.statuses)
+    return {"removed_count": removed}
+
+
+@router.post(
+    "/api/queues/{queue}/complete-by-key",
+    response_model=CompletedOut,
+    responses=errors(),
+    summary="Complete the active job with a key: the work was done elsewhere",
+)
+def complete_by_key(queue: QueuePath, body: CompleteByKeyRequest, state: State) -> dict[str, Any]:
+    count = state.queue.complete_by_key(body.key, queue=queue, result=body.result)
+    state.metrics.acked_jobs(count, queue)
+    return {"completed_count": count}

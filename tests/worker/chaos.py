@@ -1,0 +1,266 @@
+"""The chaos run: real worker processes, SIGKILLed, SIGSTOPped and cut off from the
+database while they work through a backlog, then an audit of what happened.
+
+Used by ``test_chaos.py`` and runnable on its own for bigger numbers:
+
+    python -m tests.worker.chaos --backend sqlite --jobs 20000
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import re
+import signal
+import socket
+import tempfile
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import conveyor
+from tests.worker.procs import WorkerProcess, effects
+
+APP = "tests.worker.apps:chaos"
+TASK = "chaos.work"
+PG_APP_NAME = "conveyor_chaos_worker"
+
+
+@dataclass
+class Report:
+    backend: str
+    jobs: int
+    seconds: float = 0.0
+    kills: int = 0
+    stops: int = 0
+    connections_terminated: int = 0
+    runs_recorded: int = 0  # task runs that left an effect (re-runs included)
+    stale_refused: int = 0  # endings refused by the claim guard (from the workers' logs)
+    leases_lost: int = 0  # running tasks told their claim was gone
+    longest_recovery: float = 0.0  # a kill until none of the victim's claims is running
+    problems: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        return (
+            f"{self.backend}: {self.jobs} jobs in {self.seconds:.1f}s; {self.kills} SIGKILLs, "
+            f"{self.stops} SIGSTOP, {self.connections_terminated} connections terminated; "
+            f"{self.runs_recorded} runs recorded, {self.stale_refused} stale writes refused, "
+            f"{self.leases_lost} leases lost; longest recovery {self.longest_recovery:.2f}s"
+        )
+
+
+@dataclass
+class _Recovery:
+    killed_at: float
+    claims: dict[int, str]  # job id -> the dead worker's claim
+
+
+class Chaos:
+    def __init__(
+        self,
+        url: str,
+        tmp: Path,
+        *,
+        backend: str,
+        jobs: int = 5000,
+        workers: int = 4,
+        concurrency: int = 8,
+        lease: float = 1.0,
+        kill_every: float = 0.5,
+        terminate_every: float | None = None,
+        seed: int = 7,
+    ) -> None:
+        self.url, self.tmp, self.jobs = url, tmp, jobs
+        self.workers, self.concurrency, self.lease = workers, concurrency, lease
+        self.kill_every, self.terminate_every = kill_every, terminate_every
+        self.rng = random.Random(seed)
+        self.effects = tmp / "effects.txt"
+        self.report = Report(backend, jobs)
+        self.host = socket.gethostname()
+        self._spawned = 0
+        self._all: list[WorkerProcess] = []
+        self._refused_seen = False
+
+    # -- running ----------------------------------------------------------------------
+    def run(self, timeout: float = 150.0) -> Report:
+        q = conveyor.connect(self.url)
+        try:
+            items = [
+                {"task": TASK, "payload": {"n": i}, "max_attempts": 1000} for i in range(self.jobs)
+            ]
+            q.enqueue_many(items)
+            procs = [self._spawn() for _ in range(self.workers)]
+            started = time.monotonic()
+            try:
+                self._storm(q, procs, started, timeout)
+            finally:
+                for p in procs:
+                    p.signal(signal.SIGCONT)
+                    p.signal(signal.SIGTERM)
+                for p in procs:
+                    try:
+                        p.wait(15)
+                    except Exception:
+                        p.kill()
+            self.report.seconds = time.monotonic() - started
+            self._audit(q)
+        finally:
+            q.close()
+        return self.report
+
+    def _spawn(self) -> WorkerProcess:
+        self._spawned += 1
+        args = ["--concurrency", str(self.concurrency), "--lease", str(self.lease), "--grace", "2"]
+        proc = WorkerProcess(
+            APP, self._worker_url(), self.tmp, self.effects, *args, tag=str(self._spawned)
+        )
+        self._all.append(proc.start())
+        return proc
+
+    def _worker_url(self) -> str:
+        if self.report.backend != "postgresql":
+            return self.url
+        return f"{self.url}&application_name={PG_APP_NAME}"
+
+    def _storm(
+        self, q: conveyor.Queue, procs: list[WorkerProcess], started: float, timeout: float
+    ) -> None:
+        now = time.monotonic()
+        next_kill = now + self.kill_every
+        next_stop = now + 1.5
+        next_cut = now + (self.terminate_every or 0)
+        stopped: tuple[WorkerProcess, float] | None = None
+        open_recoveries: list[_Recovery] = []
+        while True:
+            now = time.monotonic()
+            if now - started > timeout:
+                self.report.problems.append(f"not done after {timeout:.0f}s: {q.stats()}")
+                return
+            stats = q.stats()
+            if stopped is None and stats.completed + stats.failed + stats.cancelled >= self.jobs:
+                return
+            running = q.jobs(status="running", limit=1000)
+            if now >= next_kill:
+                candidates = [p for p in procs if stopped is None or p is not stopped[0]]
+                victim = self.rng.choice(candidates)
+                held = {
+                    j.id: j.claim_id for j in running if j.worker == f"{self.host}:{victim.pid}"
+                }
+                victim.kill()
+                self.report.kills += 1
+                open_recoveries.append(_Recovery(time.monotonic(), held))  # type: ignore[arg-type]
+                procs[procs.index(victim)] = self._spawn()
+                next_kill = now + self.kill_every * self.rng.uniform(0.6, 1.4)
+            if stopped is None and now >= next_stop and not self._refused_any():
+                # Stop a worker that holds claims, for three leases: others take over its
+                # jobs, and when it resumes its writes must be refused.
+                busy = {j.worker for j in running}
+                holders = [p for p in procs if f"{self.host}:{p.pid}" in busy]
+                if holders:
+                    target = self.rng.choice(holders)
+                    target.signal(signal.SIGSTOP)
+                    self.report.stops += 1
+                    stopped = (target, now + 3 * self.lease)
+            if stopped is not None and now >= stopped[1]:
+                stopped[0].signal(signal.SIGCONT)
+                stopped = None
+                next_stop = now + 2.0  # then stop another only if nothing was refused
+            if self.terminate_every and now >= next_cut:
+                self.report.connections_terminated += _terminate_pg_connections(q)
+                next_cut = now + self.terminate_every * self.rng.uniform(0.6, 1.4)
+            self._settle(q, open_recoveries)
+            time.sleep(0.05)
+
+    def _settle(self, q: conveyor.Queue, recoveries: list[_Recovery]) -> None:
+        """A kill is recovered once none of the victim's claims still holds a job."""
+        for rec in list(recoveries):
+            for job_id, claim in list(rec.claims.items()):
+                job = q.get(job_id)
+                if job is None or job.claim_id != claim or job.status != "running":
+                    del rec.claims[job_id]
+            if not rec.claims:
+                took = time.monotonic() - rec.killed_at
+                self.report.longest_recovery = max(self.report.longest_recovery, took)
+                recoveries.remove(rec)
+
+    # -- auditing ---------------------------------------------------------------------
+    def _audit(self, q: conveyor.Queue) -> None:
+        r = self.report
+        stats = q.stats()
+        if stats.completed != self.jobs or stats.running or stats.pending or stats.failed:
+            r.problems.append(f"expected {self.jobs} completed and nothing else, got {stats}")
+        runs: dict[int, list[str]] = defaultdict(list)
+        for line in effects(self.effects):
+            job_id, claim = line.split()
+            runs[int(job_id)].append(claim)
+        r.runs_recorded = sum(len(v) for v in runs.values())
+        after = 0
+        while batch := q.jobs(limit=1000, after=after):
+            for job in batch:
+                claims = runs.get(job.id, [])
+                if job.status == "completed" and claims.count(job.claim_id or "") != 1:
+                    r.problems.append(
+                        f"job {job.id} completed by claim {job.claim_id}, which ran "
+                        f"{claims.count(job.claim_id or '')} time(s)"
+                    )
+                if len(claims) != len(set(claims)):
+                    r.problems.append(f"job {job.id}: a claim ran twice: {claims}")
+            after = batch[-1].id
+        r.stale_refused = self._count_logs(r"refused stale write")
+        r.leases_lost = self._count_logs(r"WARNING conveyor\.worker: job \d+: claim .* lost")
+        if r.stale_refused < 1:
+            r.problems.append("no stale write was refused")
+
+    def _refused_any(self) -> bool:
+        if not self._refused_seen:
+            self._refused_seen = self._count_logs(r"refused stale write") > 0
+        return self._refused_seen
+
+    def _count_logs(self, pattern: str) -> int:
+        regex = re.compile(pattern)
+        return sum(len(regex.findall(p.log())) for p in self._all)
+
+
+def _terminate_pg_connections(q: conveyor.Queue) -> int:
+    """Cut every connection of the chaos workers (pool and LISTEN alike)."""
+    import psycopg
+
+    from tests.conftest import PG_URL
+
+    with psycopg.connect(PG_URL, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+            " WHERE application_name = %s",
+            (PG_APP_NAME,),
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def main(default_jobs: int = 5000) -> None:
+    from tests.conftest import drop_schema, fresh_url
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--backend", choices=["sqlite", "postgresql"], default="sqlite")
+    parser.add_argument("--jobs", type=int, default=default_jobs)
+    parser.add_argument("--workers", type=int, default=4)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        url, schema = fresh_url(args.backend, Path(tmp))
+        try:
+            cut = 1.5 if args.backend == "postgresql" else None
+            chaos = Chaos(url, Path(tmp), backend=args.backend, jobs=args.jobs,
+                          workers=args.workers, terminate_every=cut)  # fmt: skip
+            report = chaos.run(timeout=max(150.0, args.jobs / 20))
+        finally:
+            if schema:
+                drop_schema(schema)
+    print(report.summary())
+    for problem in report.problems:
+        print("PROBLEM:", problem)
+    os._exit(1 if report.problems else 0)
+
+
+if __name__ == "__main__":
+    main()
