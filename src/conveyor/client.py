@@ -218,6 +218,19 @@ class RemoteQueue:
                 "current": current, "checkpoint": checkpoint, "detail": detail}  # fmt: skip
         return job_from_json(self._call("POST", f"{_job_path(job_id)}/progress", body))
 
+    def take_notifications(
+        self, *, limit: int = 100, lease: Duration = 60.0
+    ) -> list[tuple[Job, list[str]]]:
+        body = {"limit": limit, "lease_seconds": seconds(lease, "lease", allow_zero=False)}
+        taken = self._call("POST", "/api/notifications/take", body)["notifications"]
+        return [(job_from_json(n["job"]), list(n["subscribers"])) for n in taken]
+
+    def mark_notified(self, items: Sequence[tuple[int, str]]) -> int:
+        batch = [{"job_id": j, "subscriber": who} for j, who in items]
+        if not batch:
+            return 0
+        return int(self._call("POST", "/api/notifications/mark", {"items": batch})["marked_count"])
+
     # -- claims, admin --------------------------------------------------------------
     def ack(self, claim_id: str) -> int:
         path = f"/api/claims/{_segment(claim_id, 'claim_id')}/ack"

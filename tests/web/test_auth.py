@@ -41,6 +41,8 @@ NEEDED = {
     ("POST", "/api/batch/complete"): WORKER,
     ("POST", "/api/batch/fail"): WORKER,
     ("POST", "/api/batch/heartbeat"): WORKER,
+    ("POST", "/api/notifications/take"): WORKER,
+    ("POST", "/api/notifications/mark"): WORKER,
     ("POST", "/api/claims/{claim_id}/ack"): WORKER,
     ("DELETE", "/api/claims/{claim_id}"): WORKER,
     ("POST", "/api/recover"): WORKER,

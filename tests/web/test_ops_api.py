@@ -111,6 +111,7 @@ def test_openapi_documents_every_design_endpoint(client: TestClient) -> None:
         ("POST", "/api/batch/heartbeat"), ("POST", "/api/claims/{claim_id}/ack"),
         ("POST", "/api/recover"), ("POST", "/api/queues/{queue}/complete-by-key"),
         ("GET", "/api/queues"), ("GET", "/api/jobs/{job_id}/subscribers"),
+        ("POST", "/api/notifications/take"), ("POST", "/api/notifications/mark"),
     }  # fmt: skip
     assert routes == expected
     assert "HTTPBearer" in spec["components"]["securitySchemes"]

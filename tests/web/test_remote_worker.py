@@ -1,47 +1,62 @@
-"""The worker runtime against a server: ``App(RemoteQueue(url, worker_token))`` runs
-tasks with nothing but the worker role."""
+"""``conveyor worker --server URL``: a worker with no database access, only HTTP and a
+worker token, runs tasks, reports progress and results, and tells subscribers."""
 
 from __future__ import annotations
 
-import logging
-
-import pytest
-from fastapi import FastAPI
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import conveyor
-from conveyor.client import RemoteQueue
-from conveyor.job import Status
 from tests.web.conftest import TOKEN_OF
 
+ROOT = Path(__file__).resolve().parents[2]
 
-@pytest.mark.slow
-def test_a_worker_runs_tasks_through_the_server(
-    app: FastAPI, server_url: str, caplog: pytest.LogCaptureFixture
+
+def _worker(
+    server: str, token: str, effects: Path, *extra: str
+) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "CONVEYOR_DATABASE_URL"}
+    env["CONVEYOR_TEST_EFFECTS"] = str(effects)
+    return subprocess.run(
+        [sys.executable, "-m", "conveyor", "worker", "--app", "tests.web.remote_apps:remote",
+         "--server", server, "--token", token, "--burst", "--lease", "10", *extra],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+
+def test_a_worker_runs_through_the_server(
+    server_url: str, queue: conveyor.Queue, tmp_path: Path
 ) -> None:
-    remote = RemoteQueue(server_url, TOKEN_OF["worker"])
-    tasks = conveyor.App(remote)
+    squares = [
+        queue.enqueue(
+            "remote.square", {"n": n}, queue="remote", subscriber="chat:7" if n == 3 else None
+        )
+        for n in range(20)
+    ]
+    refused = queue.enqueue("remote.refuse", queue="remote")
+    effects = tmp_path / "effects"
+    done = _worker(server_url, TOKEN_OF["worker"], effects)
+    assert done.returncode == 0, done.stderr
+    for n, job in enumerate(squares):
+        final = queue.get(job.id)
+        assert final is not None and final.status == "completed" and final.result == n * n
+        assert final.progress.checkpoint == n
+    failed = queue.get(refused.id)
+    assert failed is not None and failed.status == "failed" and failed.error_kind == "terminal"
+    lines = effects.read_text().splitlines()
+    assert sorted(lines.count(f"ran {j.id}") for j in squares) == [1] * 20
+    assert lines.count(f"told chat:7 {squares[3].id} completed") == 1
+    assert queue.take_notifications() == []  # marked as told, through the server
 
-    @tasks.task(name="pages.count", queue="remote", max_attempts=2)
-    def count(ctx: conveyor.Context, pages: int) -> int:
-        ctx.progress(total=pages, completed=pages, checkpoint=f"page-{pages}")
-        if pages == 13:
-            raise conveyor.Terminal("unlucky book")
-        return pages * 2
 
-    jobs = [count.enqueue(pages=n) for n in range(1, 21)]
-    with caplog.at_level(logging.WARNING):
-        stats = tasks.worker(burst=True, install_signals=False, concurrency=4).run()
-    assert (stats.claimed, stats.completed, stats.failed) == (20, 19, 1)
-    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
-    with RemoteQueue(server_url, TOKEN_OF["reader"]) as reader:
-        finished = {j.id: j for j in reader.jobs(queue="remote", limit=100)}
-    for job in jobs:
-        pages = job.payload["pages"]
-        done = finished[job.id]
-        assert done.progress.checkpoint == f"page-{pages}"
-        if pages == 13:
-            assert done.status == Status.FAILED
-            assert done.error is not None and "unlucky book" in done.error
-        else:
-            assert (done.status, done.result) == (Status.COMPLETED, pages * 2)
-    remote.close()
+def test_worker_server_mistakes_are_one_line(server_url: str, tmp_path: Path) -> None:
+    effects = tmp_path / "effects"
+    reader = _worker(server_url, TOKEN_OF["reader"], effects)
+    assert reader.returncode != 0
+    last = reader.stderr.strip().splitlines()[-1]  # after the worker's start-up log line
+    assert last.startswith("error:") and "worker role" in last
+    assert "Traceback" not in reader.stderr
+    both = _worker(server_url, TOKEN_OF["worker"], effects, "--db", "sqlite:///x.db")
+    assert both.returncode != 0 and "--db and --server" in both.stderr

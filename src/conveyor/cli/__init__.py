@@ -7,10 +7,15 @@ import sys
 
 import typer
 
-from conveyor.cli.base import app
-
 # Importing a module registers its commands.
-from conveyor.cli import admin as _admin  # noqa: F401, E402
+from conveyor.cli import admin as _admin  # noqa: F401
+from conveyor.cli import bench as _bench  # noqa: F401
+from conveyor.cli import demo as _demo  # noqa: F401
+from conveyor.cli import enqueue as _enqueue  # noqa: F401
+from conveyor.cli import inspect as _inspect  # noqa: F401
+from conveyor.cli import serve as _serve  # noqa: F401
+from conveyor.cli import worker as _worker  # noqa: F401
+from conveyor.cli.base import app
 
 
 def main() -> None:

@@ -1,45 +1,157 @@
-"""The typer application every command module registers on, and the error shell."""
+"""The typer application every command module registers on, the options they share,
+and the error shell: a user mistake is one line on stderr and a non-zero exit code."""
 
 from __future__ import annotations
 
+import os
 import sys
+import traceback
+from typing import Annotated
 
 import typer
+from typer._click import Context
+from typer.core import TyperGroup
 
 from conveyor.errors import ConveyorError
 
+# The order of ``conveyor --help``: daily work first, administration last. Commands
+# not listed follow in the order they were registered.
+COMMAND_ORDER = [
+    "enqueue", "jobs", "show", "retry", "cancel",
+    "stats", "info",
+    "worker", "serve", "demo", "bench",
+    "release", "reset-claims", "prune", "migrate",
+]  # fmt: skip
+
+
+class _OrderedGroup(TyperGroup):
+    def list_commands(self, ctx: Context) -> list[str]:
+        names = super().list_commands(ctx)
+        rank = {name: i for i, name in enumerate(COMMAND_ORDER)}
+        return sorted(names, key=lambda n: (rank.get(n, len(rank)), names.index(n)))
+
+
 app = typer.Typer(
     name="conveyor",
+    cls=_OrderedGroup,
     help="conveyor: a durable job queue in SQLite or PostgreSQL.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
 
+# Help panels that group the commands in ``conveyor --help``.
+PANEL_JOBS = "Jobs"
+PANEL_WATCH = "Watch"
+PANEL_ADMIN = "Administer"
+PANEL_RUN = "Run"
+
 DB_HELP = "Database URL (default: $CONVEYOR_DATABASE_URL, else sqlite:///conveyor.db)."
+JSON_HELP = "Print JSON for scripts instead of tables."
+
+DbOption = Annotated[
+    str | None, typer.Option("--db", help=DB_HELP, show_default=False, metavar="URL")
+]
+JsonOption = Annotated[bool, typer.Option("--json", help=JSON_HELP)]
+
+# Exit codes: 1 a refused operation or an unreachable database, 2 a usage mistake,
+# 130 interrupted (Ctrl-C), 141 stdout closed early (``| head``).
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141
+DEBUG_ENV = "CONVEYOR_DEBUG"
+
+
+def one_line(text: object) -> str:
+    """Database drivers write messages over several lines; a terminal error is one."""
+    return "; ".join(line.strip() for line in str(text).splitlines() if line.strip())
+
+
+def fail(message: str) -> typer.Exit:
+    """Print ``error: message`` on stderr; ``raise fail(...)`` ends the command."""
+    typer.echo(f"error: {one_line(message)}", err=True)
+    return typer.Exit(EXIT_ERROR)
+
+
+def usage(message: str) -> Exception:
+    """A mistake in how the command was called; ``raise usage(...)`` exits 2."""
+    from typer._click.exceptions import UsageError
+
+    return UsageError(message)
 
 
 def run(application: typer.Typer) -> int:
+    """Run the CLI and turn every expected failure into one line and an exit code."""
     try:
-        application(standalone_mode=False)
+        # Outside standalone mode, click returns a typer.Exit's code instead of raising.
+        outcome = application(standalone_mode=False, prog_name="conveyor")
     except ConveyorError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        return 1
+        typer.echo(f"error: {one_line(exc)}", err=True)
+        return EXIT_ERROR
     except (typer.Abort, KeyboardInterrupt):
-        typer.echo("aborted", err=True)
-        return 130
+        typer.echo("interrupted", err=True)
+        return EXIT_INTERRUPTED
     except typer.Exit as exc:
         return int(exc.exit_code or 0)
-    except Exception as exc:  # usage errors (typer's click) and anything unexpected
-        show = getattr(exc, "show", None)
-        if callable(show) and isinstance(getattr(exc, "exit_code", None), int):
-            show(file=sys.stderr)
-            return int(exc.exit_code)  # type: ignore[attr-defined]
-        typer.echo(f"error: {type(exc).__name__}: {exc}", err=True)
-        return 1
-    return 0
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
+    except Exception as exc:
+        return _report_other(exc)
+    return outcome if isinstance(outcome, int) else 0
+
+
+def _report_other(exc: Exception) -> int:
+    from typer._click import exceptions as click_errors
+
+    if isinstance(exc, click_errors.NoArgsIsHelpError):
+        exc.show(file=sys.stderr)  # the help text, as for ``conveyor`` alone
+        return EXIT_USAGE
+    if isinstance(exc, click_errors.UsageError):
+        where = exc.ctx.command_path if exc.ctx is not None else "conveyor"
+        message = one_line(exc.format_message())
+        typer.echo(f"error: {message} (see '{where} --help')", err=True)
+        return EXIT_USAGE
+    if isinstance(exc, click_errors.ClickException):
+        typer.echo(f"error: {one_line(exc.format_message())}", err=True)
+        return exc.exit_code or EXIT_ERROR
+    if os.environ.get(DEBUG_ENV):
+        traceback.print_exc()
+    else:
+        typer.echo(
+            f"error: unexpected {type(exc).__name__}: {one_line(exc)} "
+            f"(set {DEBUG_ENV}=1 for the traceback)",
+            err=True,
+        )
+    return EXIT_ERROR
+
+
+def _silence_stdout() -> None:
+    # The reader went away; point stdout at /dev/null so the interpreter's final
+    # flush does not raise a second BrokenPipeError.
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except OSError:
+        pass
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from conveyor import __version__
+
+        typer.echo(f"conveyor {__version__}")
+        raise typer.Exit()
 
 
 @app.callback()
-def _root() -> None:
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", help="Print the version and exit.", callback=_print_version, is_eager=True
+        ),
+    ] = False,
+) -> None:
     """conveyor: a durable job queue in SQLite or PostgreSQL."""

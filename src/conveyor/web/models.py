@@ -157,6 +157,20 @@ class HeartbeatManyRequest(_Request):
     extend_seconds: PositiveSeconds | None = None
 
 
+class TakeNotificationsRequest(_Request):
+    limit: Annotated[int, Field(ge=1, le=MAX_BATCH)] = 100
+    lease_seconds: PositiveSeconds = 60.0
+
+
+class NotifiedItem(_Request):
+    job_id: JobId
+    subscriber: Name
+
+
+class MarkNotifiedRequest(_Request):
+    items: Annotated[list[NotifiedItem], Field(max_length=MAX_BATCH)]
+
+
 class CompleteByKeyRequest(_Request):
     key: Key
     result: Any = None
@@ -238,6 +252,19 @@ class SubscribersOut(BaseModel):
 
 class ResetOut(BaseModel):
     reset_count: int
+
+
+class NotificationOut(BaseModel):
+    job: JobOut
+    subscribers: list[str]
+
+
+class NotificationsOut(BaseModel):
+    notifications: list[NotificationOut]
+
+
+class MarkedOut(BaseModel):
+    marked_count: int
 
 
 class RemovedOut(BaseModel):

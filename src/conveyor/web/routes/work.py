@@ -22,9 +22,13 @@ from conveyor.web.models import (
     HeartbeatRequest,
     JobList,
     JobOut,
+    MarkedOut,
+    MarkNotifiedRequest,
+    NotificationsOut,
     ProgressRequest,
     RecoveredOut,
     ResetOut,
+    TakeNotificationsRequest,
 )
 from conveyor.web.routes.common import ClaimIdPath, JobIdPath, QueuePath, errors
 from conveyor.web.state import State, job_out
@@ -172,6 +176,31 @@ def heartbeat_many(body: HeartbeatManyRequest, state: State) -> dict[str, Any]:
     items = [(i.job_id, i.claim_id) for i in body.items]
     jobs = state.queue.heartbeat_many(items, extend=body.extend_seconds)
     return {"jobs": [job_out(j) for j in jobs]}
+
+
+@router.post(
+    "/api/notifications/take",
+    response_model=NotificationsOut,
+    responses=errors(),
+    summary="Take subscriber notifications to deliver",
+)
+def take_notifications(body: TakeNotificationsRequest, state: State) -> dict[str, Any]:
+    """Subscribers of final jobs not yet told of the job's latest finish, with their
+    jobs, taken for `lease_seconds` by this caller alone; report them with
+    `/api/notifications/mark` once told (otherwise they are offered again)."""
+    taken = state.queue.take_notifications(limit=body.limit, lease=body.lease_seconds)
+    return {"notifications": [{"job": job_out(j), "subscribers": s} for j, s in taken]}
+
+
+@router.post(
+    "/api/notifications/mark",
+    response_model=MarkedOut,
+    responses=errors(),
+    summary="Record subscribers as told",
+)
+def mark_notified(body: MarkNotifiedRequest, state: State) -> dict[str, Any]:
+    count = state.queue.mark_notified([(i.job_id, i.subscriber) for i in body.items])
+    return {"marked_count": count}
 
 
 @router.post(

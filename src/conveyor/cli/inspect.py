@@ -1,0 +1,184 @@
+"""Looking at the queue: ``jobs``, ``show``, ``stats`` (live with ``--watch``), ``info``."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from contextlib import suppress
+from typing import Annotated
+
+import typer
+from rich.console import Group
+from rich.live import Live
+from rich.text import Text
+
+from conveyor.cli.base import PANEL_JOBS, PANEL_WATCH, DbOption, JsonOption, app, fail
+from conveyor.cli.claims import ClaimSummary, claims_table, summarize, workers_table
+from conveyor.cli.connection import open_queue
+from conveyor.cli.output import (
+    console,
+    job_details,
+    jobs_table,
+    print_json,
+    say,
+    stats_json,
+    stats_table,
+    titled,
+)
+from conveyor.queue import MAX_LIST, Queue
+
+
+@app.command(rich_help_panel=PANEL_JOBS)
+def jobs(
+    queue: Annotated[str | None, typer.Option("--queue", "-q", help="Only this queue.")] = None,
+    status: Annotated[
+        str | None,
+        typer.Option(
+            "--status",
+            "-s",
+            help="Only this status: pending, running, completed, failed, cancelled.",
+        ),
+    ] = None,
+    key: Annotated[str | None, typer.Option("--key", "-k", help="Only jobs with this key.")] = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", help="At most this many jobs.")] = 50,
+    after: Annotated[
+        int | None,
+        typer.Option("--after", help="Page on: the last id of the previous page."),
+    ] = None,
+    oldest_first: Annotated[
+        bool, typer.Option("--oldest-first", help="Ascending ids (FIFO order).")
+    ] = False,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """List jobs, newest first."""
+    with open_queue(db) as q:
+        found = q.jobs(queue=queue, status=status, key=key, limit=limit, after=after,
+                       newest_first=not oldest_first)  # fmt: skip
+        now = q.now()
+    if as_json:
+        print_json([job.to_dict() for job in found])
+        return
+    if not found:
+        say("no jobs match", style="dim")
+        return
+    console().print(jobs_table(found, now))
+    if len(found) == limit:
+        say(f"(first {limit}; next page: --after {found[-1].id})", style="dim")
+
+
+@app.command(rich_help_panel=PANEL_JOBS)
+def show(
+    job_id: Annotated[int, typer.Argument(help="The job's id.", metavar="ID")],
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Everything about one job."""
+    with open_queue(db) as q:
+        job = q.get(job_id)
+        if job is None:
+            raise fail(f"job {job_id} does not exist")
+        subscribers = q.subscribers(job_id)
+        now = q.now()
+    if as_json:
+        print_json({**job.to_dict(), "subscribers": subscribers})
+    else:
+        console().print(job_details(job, now, subscribers))
+
+
+@app.command(rich_help_panel=PANEL_WATCH)
+def stats(
+    queue: Annotated[str | None, typer.Option("--queue", "-q", help="Only this queue.")] = None,
+    watch: Annotated[bool, typer.Option("--watch", "-w", help="Refresh until Ctrl-C.")] = False,
+    interval: Annotated[
+        float, typer.Option("--interval", help="Seconds between refreshes with --watch.", min=0.1)
+    ] = 2.0,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Counts per status, per queue. --watch keeps it live (with --json: one line a tick)."""
+    with open_queue(db) as q:
+        if not watch:
+            _print_stats(q, queue, as_json)
+            return
+        with suppress(KeyboardInterrupt):  # Ctrl-C is how a watch ends: not an error
+            _watch_stats(q, queue, as_json, interval)
+
+
+def _print_stats(q: Queue, queue: str | None, as_json: bool) -> None:
+    per_queue = q.queue_stats(queue)
+    if as_json:
+        print_json(stats_json(per_queue))
+    else:
+        console().print(stats_table(per_queue, q.now()))
+
+
+def _watch_stats(q: Queue, queue: str | None, as_json: bool, interval: float) -> None:
+    if as_json:
+        while True:  # JSON lines: one compact document per tick
+            sys.stdout.write(json.dumps(stats_json(q.queue_stats(queue)), default=str) + "\n")
+            sys.stdout.flush()
+            time.sleep(interval)
+    out = console()
+    if not out.is_terminal:
+        while True:
+            now = q.now()
+            out.print(f"{now.isoformat(timespec='seconds')}")
+            out.print(stats_table(q.queue_stats(queue), now))
+            time.sleep(interval)
+    with Live(console=out, auto_refresh=False) as live:
+        while True:
+            now = q.now()
+            footer = Text(f"{q.url} · {now:%H:%M:%S} UTC · Ctrl-C to stop", style="dim")
+            live.update(Group(stats_table(q.queue_stats(queue), now), footer), refresh=True)
+            time.sleep(interval)
+
+
+@app.command(rich_help_panel=PANEL_WATCH)
+def info(db: DbOption = None, as_json: JsonOption = False) -> None:
+    """One screen: the database, its queues, the workers at work and their claims."""
+    with open_queue(db) as q:
+        now = q.now()
+        per_queue = q.queue_stats()
+        running = q.jobs(status="running", limit=MAX_LIST)
+        backend = q.backend
+        version = backend.schema_version()
+    workers, claims = summarize(running, now)
+    truncated = len(running) == MAX_LIST
+    if as_json:
+        print_json({
+            "database": q.url,
+            "dialect": backend.dialect,
+            "schema_version": version,
+            "listen_notify": backend.supports_listen_notify,
+            "now": now.isoformat(),
+            "stats": stats_json(per_queue),
+            "workers": [w.to_dict() for w in workers],
+            "claims": [c.to_dict() for c in claims],
+            "running_truncated": truncated,
+        })  # fmt: skip
+        return
+    out = console()
+    out.print(Text(f"{q.url}", style="bold") + Text(
+        f"  ({backend.dialect}, schema v{version}, database clock {now:%Y-%m-%d %H:%M:%S} UTC)",
+        style="dim",
+    ))  # fmt: skip
+    out.print()
+    out.print(titled("queues", stats_table(per_queue, now) if per_queue else Text("no jobs yet")))
+    out.print(titled("workers", workers_table(workers, now) if workers else Text("none running")))
+    if claims:
+        out.print(titled("claims", claims_table(claims, now)))
+    _hints(claims, truncated)
+
+
+def _hints(claims: list[ClaimSummary], truncated: bool) -> None:
+    expired = [c for c in claims if c.expired]
+    if expired:
+        say(
+            f"{len(expired)} claim(s) past their lease: a running worker recovers them, or "
+            "'conveyor release CLAIM' / 'conveyor reset-claims --older-than 10m' does it now",
+            style="yellow",
+        )
+    if truncated:
+        say(f"(workers and claims drawn from the first {MAX_LIST} running jobs)", style="dim")

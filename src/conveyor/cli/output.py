@@ -1,0 +1,269 @@
+"""How the CLI shows things: rich tables on a terminal (plain text when piped; rich
+drops colours by itself, and honours NO_COLOR), and JSON for scripts."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from functools import cache
+from typing import Any
+
+from rich.console import Console, Group, RenderableType
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+from rich.text import Text
+
+from conveyor.cli.durations import describe_duration
+from conveyor.job import Job, Stats, Status
+
+STATUS_STYLES = {
+    Status.PENDING: "yellow",
+    Status.RUNNING: "cyan",
+    Status.COMPLETED: "green",
+    Status.FAILED: "bold red",
+    Status.CANCELLED: "magenta",
+}
+STATUS_ORDER = [Status.PENDING, Status.RUNNING, Status.COMPLETED, Status.FAILED, Status.CANCELLED]
+
+
+# Width for tables written to a pipe or a file: there is no terminal to fit, and rich's
+# fallback of 80 columns would cut the headers short. $COLUMNS still wins.
+PIPE_WIDTH = 160
+
+
+@cache
+def console() -> Console:
+    """Tables and messages: stdout."""
+    return _console(stderr=False)
+
+
+@cache
+def err_console() -> Console:
+    """Progress bars and live views: stderr, so stdout stays clean for pipes."""
+    return _console(stderr=True)
+
+
+def _console(*, stderr: bool) -> Console:
+    probe = Console(stderr=stderr)
+    width = None if probe.is_terminal or os.environ.get("COLUMNS") else PIPE_WIDTH
+    return Console(stderr=stderr, highlight=False, width=width)
+
+
+def print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def say(message: str, style: str | None = None) -> None:
+    console().print(message, style=style, markup=False)
+
+
+def status_text(status: Status | str) -> Text:
+    return Text(str(status), style=STATUS_STYLES.get(Status(status), ""))
+
+
+def when(now: datetime, moment: datetime | None) -> str:
+    """``3m ago`` or ``in 20s`` against the database clock."""
+    if moment is None:
+        return "-"
+    delta = (moment - now).total_seconds()
+    if abs(delta) < 1:
+        return "now"
+    text = describe_duration(delta)
+    return f"in {text}" if delta > 0 else f"{text} ago"
+
+
+def short(value: Any, width: int = 40) -> str:
+    """A JSON value on one line, cut to ``width`` characters."""
+    if value is None:
+        return ""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def first_line(text: str | None) -> str | None:
+    """An error's first line: the message, without the traceback stored after it."""
+    if not text or not text.strip():
+        return None
+    return text.strip().splitlines()[0]
+
+
+def progress_cell(job: Job) -> str:
+    p = job.progress
+    if p.total is None and p.completed is None:
+        return ""
+    done = p.completed or 0
+    total = "?" if p.total is None else str(p.total)
+    failed = f" ({p.failed} failed)" if p.failed else ""
+    return f"{done}/{total}{failed}"
+
+
+def jobs_table(jobs: Iterable[Job], now: datetime, *, width: int | None = None) -> Table:
+    """Jobs as rows. The id, status, tries and times always show in full; the free-text
+    columns share what is left of ``width`` (default: the console's)."""
+    rows = [_job_row(job, now) for job in jobs]
+    fixed = ("id", "status", "tries", "progress", "created")
+    widths = {name: max([len(name)] + [len(r[name]) for r in rows]) for name in _JOB_COLUMNS}
+    free = {name: min(widths[name], cap) for name, cap in _FREE_TEXT_CAPS.items()}
+    gaps = 2 * (len(_JOB_COLUMNS) - 1)
+    room = (width or console().width) - gaps - sum(widths[name] for name in fixed)
+    free = _share(free, room)
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    for name in _JOB_COLUMNS:
+        table.add_column(
+            name,
+            justify="right" if name in ("id", "tries") else "left",
+            no_wrap=True,
+            overflow="ellipsis",
+            width=free.get(name, widths[name]),
+        )
+    for row in rows:
+        table.add_row(*(status_text(row[n]) if n == "status" else row[n] for n in _JOB_COLUMNS))
+    return table
+
+
+_JOB_COLUMNS = ("id", "queue", "task", "status", "tries", "key", "progress", "created",
+                "error / result")  # fmt: skip
+# The free-text columns, and the most each gets when there is room.
+_FREE_TEXT_CAPS = {"queue": 20, "task": 32, "key": 20, "error / result": 40}
+
+
+def _job_row(job: Job, now: datetime) -> dict[str, str]:
+    # A completed job may still carry the error of an earlier attempt: show its result.
+    outcome = job.result if job.status == Status.COMPLETED else first_line(job.error)
+    return {
+        "id": str(job.id),
+        "queue": job.queue,
+        "task": job.task,
+        "status": str(job.status),
+        "tries": f"{job.attempts}/{job.max_attempts}",
+        "key": job.key or "",
+        "progress": progress_cell(job),
+        "created": when(now, job.created_at),
+        "error / result": short(outcome, _FREE_TEXT_CAPS["error / result"]),
+    }
+
+
+def _share(wanted: dict[str, int], room: int, *, least: int = 4) -> dict[str, int]:
+    """Shrink the widest of ``wanted`` until they fit in ``room`` (each keeps ``least``)."""
+    widths = dict(wanted)
+    while sum(widths.values()) > room:
+        name = max(widths, key=lambda n: widths[n])
+        if widths[name] <= least:
+            break
+        widths[name] -= 1
+    return widths
+
+
+def job_details(job: Job, now: datetime, subscribers: list[str]) -> RenderableType:
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold", no_wrap=True)
+    grid.add_column()
+    rows: list[tuple[str, Any]] = [
+        ("job", Text(f"{job.id}  ") + status_text(job.status)),
+        ("task", job.task),
+        ("queue", job.queue),
+        ("key", job.key or "-"),
+        ("priority", str(job.priority)),
+        ("attempts", f"{job.attempts} of {job.max_attempts}"),
+        ("created", _stamp(now, job.created_at)),
+        ("run at", _stamp(now, job.run_at)),
+        ("started", _stamp(now, job.started_at)),
+        ("finished", _stamp(now, job.finished_at)),
+    ]
+    if job.claim_id:
+        rows += [
+            ("claim", job.claim_id),
+            ("worker", job.worker or "-"),
+            ("heartbeat", _stamp(now, job.heartbeat_at)),
+            ("lease ends", _stamp(now, job.lease_expires_at)),
+        ]
+    p = job.progress
+    if p.total is not None or p.completed is not None:
+        rows.append(("progress", progress_cell(job)))
+    for label, value in (("current", p.current), ("checkpoint", p.checkpoint),
+                         ("detail", p.detail)):  # fmt: skip
+        if value is not None:
+            rows.append((label, _json(value)))
+    rows.append(("payload", _json(job.payload)))
+    if job.result is not None:
+        rows.append(("result", _json(job.result)))
+    if job.error:
+        kind = f" ({job.error_kind})" if job.error_kind else ""
+        rows.append(("error" + kind, Text(job.error, style="red")))
+    if subscribers:
+        rows.append(("subscribers", ", ".join(subscribers)))
+    for label, value in rows:
+        grid.add_row(label, value if isinstance(value, Text) else Text(str(value)))
+    return grid
+
+
+def stats_table(per_queue: Mapping[str, Stats], now: datetime) -> Table:
+    """One row per queue and a total row (``"*"`` in ``Queue.queue_stats``)."""
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    table.add_column("queue", overflow="fold")
+    headers = [*(str(s) for s in STATUS_ORDER), "scheduled", "expired"]
+    for header in headers:
+        style = STATUS_STYLES.get(header, "")  # type: ignore[call-overload]
+        table.add_column(header, justify="right", style=style, min_width=len(header))
+    table.add_column("oldest pending", no_wrap=True)
+    names = sorted(name for name in per_queue if name != "*")
+    total = per_queue.get("*")
+    lines = [(name, per_queue[name]) for name in names]
+    if total is not None and len(names) != 1:
+        lines.append(("all queues", total))
+    for name, stats in lines:
+        table.add_row(
+            Text(name, style="bold" if name == "all queues" else ""),
+            *(_count(getattr(stats, str(s))) for s in STATUS_ORDER),
+            _count(stats.scheduled),
+            Text(_count(stats.expired), style="red" if stats.expired else ""),
+            when(now, stats.oldest_pending_at),
+        )
+    return table
+
+
+def stats_json(per_queue: Mapping[str, Stats]) -> dict[str, Any]:
+    """``{"total": {...}, "queues": {name: {...}}}``; filtered to one queue, that
+    queue's counts are the total."""
+    named = [s for name, s in per_queue.items() if name != "*"]
+    total = per_queue.get("*") or (named[0] if len(named) == 1 else Stats())
+    queues = {name: s.to_dict() for name, s in sorted(per_queue.items()) if name != "*"}
+    return {"total": total.to_dict(), "queues": queues}
+
+
+def progress_bar(*, transient: bool = False) -> Progress:
+    """A bar on stderr for long work; hidden when stderr is not a terminal."""
+    target = err_console()
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=target,
+        transient=transient,
+        disable=not target.is_terminal,
+    )
+
+
+def titled(title: str, body: RenderableType) -> Group:
+    return Group(Text(title, style="bold underline"), body, Text(""))
+
+
+def _count(n: int) -> str:
+    return str(n) if n else "·"
+
+
+def _stamp(now: datetime, moment: datetime | None) -> str:
+    if moment is None:
+        return "-"
+    return f"{moment.isoformat(timespec='seconds')} ({when(now, moment)})"
+
+
+def _json(value: Any) -> str:
+    indent = 2 if isinstance(value, dict | list) else None
+    return json.dumps(value, ensure_ascii=False, indent=indent)

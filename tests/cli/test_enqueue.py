@@ -1,0 +1,117 @@
+"""``conveyor enqueue``: one job from flags, many from a JSON-lines file."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import conveyor
+from tests.cli.conftest import Cli, assert_one_line_error
+
+
+def test_enqueue_prints_the_new_job_as_json(cli: Cli, db_url: str) -> None:
+    job = cli(
+        "enqueue", "emails.send", "--payload", '{"to": "ada@example.com"}', "--queue", "mail",
+        "--priority", "-5", "--max-attempts", "7", "--json", "--db", db_url,
+    ).json()  # fmt: skip
+    assert job["task"] == "emails.send"
+    assert job["payload"] == {"to": "ada@example.com"}
+    assert (job["queue"], job["priority"], job["max_attempts"]) == ("mail", -5, 7)
+    assert job["status"] == "pending"
+    with conveyor.connect(db_url) as q:
+        stored = q.get(job["id"])
+    assert stored is not None
+    assert stored.payload == {"to": "ada@example.com"}
+
+
+def test_enqueue_says_what_it_did(cli: Cli, db_url: str) -> None:
+    result = cli("enqueue", "reports.build", "--db", db_url)
+    assert result.code == 0
+    assert result.stdout.startswith("enqueued job 1 (reports.build on queue default")
+
+
+def test_a_key_returns_the_active_job_instead_of_a_second_one(cli: Cli, db_url: str) -> None:
+    first = cli("enqueue", "fetch", "--key", "https://x.test/1", "--json", "--db", db_url).json()
+    again = cli("enqueue", "fetch", "--key", "https://x.test/1", "--json", "--db", db_url).json()
+    assert again["id"] == first["id"]
+    assert again["deduplicated"] is True
+    human = cli("enqueue", "fetch", "--key", "https://x.test/1", "--db", db_url)
+    assert "already pending" in human.stdout
+
+
+def test_delay_schedules_by_the_database_clock(cli: Cli, db_url: str) -> None:
+    job = cli("enqueue", "later", "--delay", "2h", "--json", "--db", db_url).json()
+    delay = datetime.fromisoformat(job["run_at"]) - datetime.fromisoformat(job["created_at"])
+    assert timedelta(hours=2) - timedelta(seconds=5) < delay <= timedelta(hours=2)
+    with conveyor.connect(db_url) as q:
+        assert q.claim().jobs == []  # not claimable before its time
+        assert q.stats().scheduled == 1
+
+
+def test_run_at_takes_an_iso_time_with_a_zone(cli: Cli, db_url: str) -> None:
+    job = cli("enqueue", "t", "--run-at", "2031-03-04T05:06:07+02:00", "--json", "--db", db_url)
+    assert datetime.fromisoformat(job.json()["run_at"]) == datetime.fromisoformat(
+        "2031-03-04T03:06:07+00:00"
+    )
+
+
+def test_payload_from_a_file(cli: Cli, sqlite_url: str, tmp_path: Path) -> None:
+    (tmp_path / "p.json").write_text('{"pages": [1, 2, 3]}')
+    job = cli("enqueue", "ocr", "--payload", "@p.json", "--json", "--db", sqlite_url).json()
+    assert job["payload"] == {"pages": [1, 2, 3]}
+    missing = cli("enqueue", "ocr", "--payload", "@nope.json", "--db", sqlite_url)
+    assert_one_line_error(missing, contains="cannot read payload file 'nope.json'")
+
+
+def test_enqueue_from_a_json_lines_file(cli: Cli, db_url: str, tmp_path: Path) -> None:
+    lines: list[dict[str, object]] = [{"task": "t", "payload": {"n": n}} for n in range(1200)]
+    lines[5] = {"task": "keyed", "key": "k"}
+    lines[6] = {"task": "keyed", "key": "k"}  # dedupes against line 6's job
+    lines[7] = {"task": "other", "queue": "q2", "priority": 3}
+    (tmp_path / "jobs.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n\n")
+    out = cli("enqueue", "--file", "jobs.jsonl", "--json", "--db", db_url).json()
+    assert out["count"] == 1200
+    assert (out["created"], out["deduplicated"]) == (1199, 1)
+    with conveyor.connect(db_url) as q:
+        stats = q.queue_stats()
+    assert stats["default"].pending == 1198
+    assert stats["q2"].pending == 1
+
+
+def test_enqueue_from_stdin(cli: Cli, db_url: str) -> None:
+    text = '{"task": "a"}\n{"task": "b", "queue": "x"}\n'
+    result = cli("enqueue", "--file", "-", "--queue", "bulk", "--db", db_url, input=text)
+    assert result.code == 0, result.describe()
+    assert "enqueued 2 job(s) from stdin" in result.stdout
+    with conveyor.connect(db_url) as q:
+        assert sorted(q.queue_stats()) == ["*", "bulk", "x"]
+
+
+def test_a_bad_line_is_reported_by_number_and_nothing_is_written(
+    cli: Cli, sqlite_url: str, tmp_path: Path
+) -> None:
+    (tmp_path / "bad.jsonl").write_text('{"task": "a"}\n\n{"task": "b",\n')
+    result = cli("enqueue", "--file", "bad.jsonl", "--db", sqlite_url)
+    assert_one_line_error(result, contains="bad.jsonl:3: malformed JSON")
+    (tmp_path / "bad.jsonl").write_text('{"task": "a"}\n["b"]\n')
+    result = cli("enqueue", "--file", "bad.jsonl", "--db", sqlite_url)
+    assert_one_line_error(result, contains="bad.jsonl:2: expected a JSON object")
+    (tmp_path / "bad.jsonl").write_text('{"task": "a", "colour": "red"}\n')
+    result = cli("enqueue", "--file", "bad.jsonl", "--db", sqlite_url)
+    assert_one_line_error(result, contains="bad.jsonl:1: unknown field(s) colour")
+    assert not (tmp_path / "cli.db").exists()
+
+
+def test_a_value_the_queue_refuses_names_its_line(
+    cli: Cli, sqlite_url: str, tmp_path: Path
+) -> None:
+    (tmp_path / "bad.jsonl").write_text('{"task": "a"}\n{"task": "b", "priority": "high"}\n')
+    result = cli("enqueue", "--file", "bad.jsonl", "--db", sqlite_url)
+    assert_one_line_error(result, contains="bad.jsonl:2: priority: expected an integer")
+    with conveyor.connect(sqlite_url) as q:
+        assert q.stats().total == 0  # the chunk is one transaction
+
+
+def test_file_and_task_together_is_a_usage_mistake(cli: Cli) -> None:
+    assert_one_line_error(cli("enqueue", "t", "--file", "x.jsonl"), code=2, contains="not both")
