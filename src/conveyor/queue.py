@@ -248,7 +248,7 @@ class Queue:
         if status == Status.COMPLETED and policy.cache_ttl is not None:
             finished = self.backend.decode_time(latest["finished_at"])
             now = self.backend.decode_time(latest["db_now"])
-            if finished and now and (now - finished).total_seconds() <= policy.cache_ttl:
+            if finished and now and (now - finished).total_seconds() < policy.cache_ttl:
                 return self._job(latest, deduplicated=True)
         if status == Status.FAILED and policy.on_failed == "return":
             return self._job(latest, deduplicated=True)

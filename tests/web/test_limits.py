@@ -59,6 +59,19 @@ def test_a_streamed_body_is_cut_off_at_the_limit(server_url: str) -> None:
         assert http.get("/api/stats", headers=headers).json()["total"] == 0
 
 
+def test_a_slightly_oversize_body_gets_its_413_not_a_reset(server_url: str) -> None:
+    """A client still sending a body a little over the limit must read the answer, not a
+    broken connection: the server reads such a body to its end before it refuses it."""
+    headers = {**JSON, **bearer("admin")}
+    body = b'{"task": "t", "payload": "' + b"x" * (1024 * 1024 + 100_000) + b'"}'
+    with httpx.Client(base_url=server_url, timeout=30) as http:
+        for _ in range(5):  # the same keep-alive connection, again and again
+            response = http.post("/api/jobs", content=body, headers=headers)
+            assert response.status_code == 413
+            assert response.json()["error"]["code"] == "payload_too_large"
+        assert http.get("/api/stats", headers=headers).json()["total"] == 0
+
+
 def test_a_declared_oversize_body_is_refused_before_it_is_sent(server_url: str) -> None:
     host, port = server_url.removeprefix("http://").split(":")
     with socket.create_connection((host, int(port)), timeout=10) as sock:

@@ -95,7 +95,10 @@ class BodyLimits:
             await _refuse(send, 400, "bad_request", "Content-Length: expected a whole number")
             return
         if declared is not None and declared > max_bytes:
-            await _refuse(send, 413, "payload_too_large", _too_large(max_bytes))
+            drained = declared <= max_bytes * _DISCARD_FACTOR and await _discard(
+                receive, 0, max_bytes * _DISCARD_FACTOR
+            )
+            await _refuse(send, 413, "payload_too_large", _too_large(max_bytes), drained)
             return
         chunks: list[bytes] = []
         size = 0
@@ -106,7 +109,10 @@ class BodyLimits:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > max_bytes:
-                await _refuse(send, 413, "payload_too_large", _too_large(max_bytes))
+                drained = not message.get("more_body", False) or await _discard(
+                    receive, size, max_bytes * _DISCARD_FACTOR
+                )
+                await _refuse(send, 413, "payload_too_large", _too_large(max_bytes), drained)
                 return
             chunks.append(chunk)
             if not message.get("more_body", False):
@@ -123,6 +129,25 @@ class BodyLimits:
             await _refuse(send, 422, "json_too_deep", message_text)
             return
         await self.app(scope, _replay(body, receive), send)
+
+
+# A body up to this many times the limit is read to its end and thrown away before the
+# 413 goes out: a client still sending would otherwise see the connection reset instead
+# of the answer. Past it, the server answers at once and closes the connection.
+_DISCARD_FACTOR = 16
+
+
+async def _discard(receive: Receive, size: int, cap: int) -> bool:
+    """Read and drop the rest of the body; False when it passes ``cap`` bytes (or the
+    client goes away) before it ends."""
+    while size <= cap:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return False
+        size += len(message.get("body", b""))
+        if not message.get("more_body", False):
+            return size <= cap
+    return False
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:
@@ -164,10 +189,10 @@ def _too_large(max_bytes: int) -> str:
     return f"request body: expected at most {max_bytes} bytes"
 
 
-async def _refuse(send: Send, status: int, code: str, message: str) -> None:
+async def _refuse(send: Send, status: int, code: str, message: str, drained: bool = True) -> None:
     body = json.dumps({"error": {"code": code, "message": message}}).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    if status == 413:
+    if not drained:
         headers.append((b"connection", b"close"))  # the rest of the body is never read
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
