@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterable
 from datetime import datetime, timezone
 from typing import Any
@@ -16,6 +17,9 @@ MAX_JSON_DEPTH = 64
 MAX_NAME_LENGTH = 200
 MAX_KEY_LENGTH = 1000
 INT32 = 2**31 - 1
+# Characters below U+0020. A regex, not a scan in Python: names are checked for every job
+# of a bulk enqueue, and the scan was a tenth of its cost.
+_CONTROL = re.compile(r"[\x00-\x1f]")
 
 
 def encode_json(value: Any, name: str, *, max_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES) -> str | None:
@@ -75,7 +79,7 @@ def name(value: Any, what: str, *, max_length: int = MAX_NAME_LENGTH) -> str:
         raise InvalidArgument(f"{what}: expected a string, got {type(value).__name__}")
     if not value or len(value) > max_length:
         raise InvalidArgument(f"{what}: expected 1 to {max_length} characters, got {len(value)}")
-    if any(ord(c) < 32 for c in value):
+    if _CONTROL.search(value):
         raise InvalidArgument(f"{what}: may not contain control characters")
     _check_encodable(value, what)
     return value

@@ -224,6 +224,7 @@ def bench(
     ones: list[Latency] = []
     bulk: list[float] = []
     drained: list[float] = []
+    acked: list[float] = []
     claims: list[Latency] = []
     with scratch_queue(db) as q:
         where = q.url
@@ -232,6 +233,8 @@ def bench(
             ones.append(enqueue_one(q, single, queue=queue + "-one"))
             bulk.append(jobs / enqueue_bulk(q, jobs, queue=queue))
             drained.append(jobs / drain(q, jobs, queue=queue))
+            enqueue_bulk(q, jobs, queue=queue + "-ack")
+            acked.append(jobs / drain_acked(q, jobs, queue=queue + "-ack"))
             enqueue_bulk(q, single, queue=queue + "-claim")
             claims.append(claim_complete(q, single, queue=queue + "-claim"))
     table = Table(title=f"conveyor on {where} (median of {runs} runs)")
@@ -245,6 +248,7 @@ def bench(
         f"bulk enqueue (enqueue_many, {BULK_CHUNK} a transaction)", f"{_median(bulk):,.0f} jobs/s"
     )
     table.add_row("drain (claim 100 + complete_many)", f"{_median(drained):,.0f} jobs/s")
+    table.add_row("drain (claim 100 with ack of the last batch)", f"{_median(acked):,.0f} jobs/s")
     table.add_row(
         "claim one + complete, p50 / p99",
         f"{_median(c.p50 for c in claims):.3f} / {_median(c.p99 for c in claims):.3f} ms",

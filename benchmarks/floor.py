@@ -1,0 +1,233 @@
+"""The plain-SQL floor: the reference limit of each database.
+
+A plain loop with no library around it, at the same durability: enqueue one is one
+INSERT in its own transaction; bulk is a prepared INSERT for 1,000 rows per transaction;
+drain claims 100 jobs in one transaction (an UPDATE ... RETURNING), then completes them in
+a second one, as any durable queue must (the claim has to be on disk before the job runs).
+
+``table="bare"`` uses a minimal jobs table (id, queue, payload, status, claim id, result)
+with one partial index on the pending rows: what the database itself can do.
+``table="conveyor"`` runs the same plain loop on conveyor's own table and indexes, so the
+gap between the two floors is the cost of the schema, and the gap between that floor
+and conveyor is the cost of the library.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import conveyor
+from benchmarks.harness import pg_database, sqlite_connect, sqlite_dir
+from conveyor.cli.bench import Latency, VerificationFailed, verify_once
+
+BATCH = 100
+BULK_CHUNK = 1000
+
+_SQLITE_BARE = (
+    "CREATE TABLE jobs (id INTEGER PRIMARY KEY, queue TEXT NOT NULL, payload TEXT,"
+    " status TEXT NOT NULL DEFAULT 'pending', claim_id TEXT, result TEXT)",
+    "CREATE INDEX jobs_pending ON jobs (queue, id) WHERE status = 'pending'",
+)
+_PG_BARE = (
+    "CREATE TABLE jobs (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
+    " queue text NOT NULL, payload jsonb, status text NOT NULL DEFAULT 'pending',"
+    " claim_id text, result jsonb)",
+    "CREATE INDEX jobs_pending ON jobs (queue, id) WHERE status = 'pending'",
+)
+
+# The SQLite clock in epoch seconds, as conveyor's own statements write it.
+_NOW = "((julianday('now') - 2440587.5) * 86400.0)"
+
+# Per dialect and table: insert one row, claim a batch, complete a batch.
+_SQL: dict[tuple[str, str], dict[str, str]] = {
+    ("sqlite", "bare"): {
+        "insert": "INSERT INTO jobs (queue, payload) VALUES (?, ?)",
+        "claim": "UPDATE jobs SET status = 'running', claim_id = ? WHERE id IN ("
+        "SELECT id FROM jobs WHERE queue = 'default' AND status = 'pending'"
+        " ORDER BY id LIMIT ?) RETURNING id, payload",
+        "complete": "UPDATE jobs SET status = 'completed', result = NULL"
+        " WHERE id = ? AND claim_id = ? AND status = 'running'",
+    },
+    ("sqlite", "conveyor"): {
+        "insert": "INSERT INTO conveyor_jobs (queue, task, payload, run_at, max_attempts,"
+        " created_at, updated_at) VALUES (?, 'bench.noop', ?, {now}, 3,"
+        " {now}, {now})",
+        "claim": "UPDATE conveyor_jobs SET status = 'running', claim_id = ?,"
+        " attempts = attempts + 1, claimed_at = {now},"
+        " lease_expires_at = {now} + 300 WHERE id IN ("
+        "SELECT id FROM conveyor_jobs WHERE queue = 'default' AND status = 'pending'"
+        " ORDER BY priority, id LIMIT ?) RETURNING id, payload",
+        "complete": "UPDATE conveyor_jobs SET status = 'completed', result = NULL,"
+        " finished_at = {now}, lease_expires_at = NULL"
+        " WHERE id = ? AND claim_id = ? AND status = 'running'",
+    },
+    ("postgresql", "bare"): {
+        "insert": "INSERT INTO jobs (queue, payload) VALUES (%s, %s)",
+        "claim": "UPDATE jobs AS j SET status = 'running', claim_id = %s FROM ("
+        "SELECT id FROM jobs WHERE queue = 'default' AND status = 'pending'"
+        " ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED) AS picked"
+        " WHERE j.id = picked.id RETURNING j.id, j.payload",
+        "complete": "UPDATE jobs SET status = 'completed', result = NULL"
+        " WHERE id = ANY(%s) AND claim_id = %s AND status = 'running'",
+    },
+    ("postgresql", "conveyor"): {
+        "insert": "INSERT INTO conveyor_jobs (queue, task, payload, run_at, max_attempts,"
+        " created_at, updated_at) VALUES (%s, 'bench.noop', %s, now(), 3, now(), now())",
+        "claim": "UPDATE conveyor_jobs AS j SET status = 'running', claim_id = %s,"
+        " attempts = j.attempts + 1, claimed_at = now(),"
+        " lease_expires_at = now() + interval '300 seconds' FROM ("
+        "SELECT id FROM conveyor_jobs WHERE queue = 'default' AND status = 'pending'"
+        " ORDER BY priority, id LIMIT %s FOR UPDATE SKIP LOCKED) AS picked"
+        " WHERE j.id = picked.id RETURNING j.id, j.payload",
+        "complete": "UPDATE conveyor_jobs SET status = 'completed', result = NULL,"
+        " finished_at = now(), lease_expires_at = NULL"
+        " WHERE id = ANY(%s) AND claim_id = %s AND status = 'running'",
+    },
+}
+
+
+class SQLiteFloor:
+    backend = "sqlite"
+
+    def __init__(self, workdir: Path, table: str = "bare") -> None:
+        self.workdir = workdir
+        self.table = table
+        self.name = "floor" if table == "bare" else "floor (conveyor table)"
+        self.sql = {k: v.replace("{now}", _NOW) for k, v in _SQL[("sqlite", table)].items()}
+
+    def _open(self, folder: Path) -> Any:
+        if self.table == "conveyor":
+            conveyor.connect(f"sqlite:///{folder / 'floor.db'}").close()  # migrate only
+            return sqlite_connect(folder / "floor.db")
+        conn = sqlite_connect(folder / "floor.db")
+        for statement in _SQLITE_BARE:
+            conn.execute(statement)
+        return conn
+
+    def enqueue_one(self, n: int) -> Latency:
+        with sqlite_dir(str(self.workdir)) as folder:
+            conn = self._open(folder)
+            took = []
+            for i in range(n):
+                started = time.perf_counter()
+                conn.execute(self.sql["insert"], ("default", json.dumps({"i": i})))
+                took.append(time.perf_counter() - started)
+            conn.close()
+        return Latency.of(took)
+
+    def _fill(self, conn: Any, n: int) -> float:
+        started = time.perf_counter()
+        for start in range(0, n, BULK_CHUNK):
+            rows = [("default", json.dumps({"i": i}))
+                    for i in range(start, min(n, start + BULK_CHUNK))]  # fmt: skip
+            conn.execute("BEGIN IMMEDIATE")
+            conn.executemany(self.sql["insert"], rows)
+            conn.execute("COMMIT")
+        return time.perf_counter() - started
+
+    def bulk(self, n: int) -> float:
+        with sqlite_dir(str(self.workdir)) as folder:
+            conn = self._open(folder)
+            took = self._fill(conn, n)
+            conn.close()
+        return took
+
+    def drain(self, n: int) -> float:
+        with sqlite_dir(str(self.workdir)) as folder:
+            conn = self._open(folder)
+            self._fill(conn, n)
+            seen: list[int] = []
+            completed = 0
+            started = time.perf_counter()
+            while True:
+                claim_id = uuid.uuid4().hex
+                conn.execute("BEGIN IMMEDIATE")
+                rows = conn.execute(self.sql["claim"], (claim_id, BATCH)).fetchall()
+                conn.execute("COMMIT")
+                if not rows:
+                    break
+                conn.execute("BEGIN IMMEDIATE")
+                cur = conn.executemany(self.sql["complete"], [(r[0], claim_id) for r in rows])
+                completed += cur.rowcount
+                conn.execute("COMMIT")
+                seen.extend(json.loads(r[1])["i"] for r in rows)
+            took = time.perf_counter() - started
+            conn.close()
+        verify_once(seen, n, completed, what=f"{self.name} drain")
+        return took
+
+
+class PostgresFloor:
+    backend = "postgresql"
+
+    def __init__(self, pg_url: str, table: str = "bare") -> None:
+        self.pg_url = pg_url
+        self.table = table
+        self.name = "floor" if table == "bare" else "floor (conveyor table)"
+        self.sql = _SQL[("postgresql", table)]
+
+    def _open(self, url: str) -> Any:
+        import psycopg
+
+        if self.table == "conveyor":
+            conveyor.connect(url).close()  # migrate only
+        conn = psycopg.connect(url, autocommit=True)
+        if self.table == "bare":
+            for statement in _PG_BARE:
+                conn.execute(statement)
+        return conn
+
+    def enqueue_one(self, n: int) -> Latency:
+        with pg_database(self.pg_url) as url:
+            conn = self._open(url)
+            took = []
+            for i in range(n):
+                started = time.perf_counter()
+                conn.execute(self.sql["insert"], ("default", json.dumps({"i": i})))
+                took.append(time.perf_counter() - started)
+            conn.close()
+        return Latency.of(took)
+
+    def _fill(self, conn: Any, n: int) -> float:
+        started = time.perf_counter()
+        for start in range(0, n, BULK_CHUNK):
+            rows = [("default", json.dumps({"i": i}))
+                    for i in range(start, min(n, start + BULK_CHUNK))]  # fmt: skip
+            with conn.transaction(), conn.cursor() as cur:
+                cur.executemany(self.sql["insert"], rows)
+        return time.perf_counter() - started
+
+    def bulk(self, n: int) -> float:
+        with pg_database(self.pg_url) as url:
+            conn = self._open(url)
+            took = self._fill(conn, n)
+            conn.close()
+        return took
+
+    def drain(self, n: int) -> float:
+        with pg_database(self.pg_url) as url:
+            conn = self._open(url)
+            self._fill(conn, n)
+            seen: list[int] = []
+            completed = 0
+            started = time.perf_counter()
+            while True:
+                claim_id = uuid.uuid4().hex
+                with conn.transaction():
+                    rows = conn.execute(self.sql["claim"], (claim_id, BATCH)).fetchall()
+                if not rows:
+                    break
+                with conn.transaction():
+                    cur = conn.execute(self.sql["complete"], ([r[0] for r in rows], claim_id))
+                    completed += cur.rowcount
+                seen.extend(r[1]["i"] for r in rows)
+            took = time.perf_counter() - started
+            conn.close()
+        if completed != n:
+            raise VerificationFailed(f"{self.name} drain: {completed} of {n} completed")
+        verify_once(seen, n, completed, what=f"{self.name} drain")
+        return took

@@ -1,0 +1,227 @@
+"""What every benchmark shares: figures, fresh databases, durable settings, medians.
+
+A *figure* is one number one system produced on one workload in one run. The runner
+repeats runs and reports the median of each figure with its spread (max - min over
+median), which is how noisy this machine was for that number.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+import sqlite3
+import statistics
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+PG_URL = os.environ.get("CONVEYOR_BENCH_POSTGRES_URL", "postgresql://root@127.0.0.1:5432/test")
+
+# The durability every system runs with: SQLite in WAL mode syncing each commit
+# (synchronous=FULL), PostgreSQL with fsync and synchronous_commit on (checked below).
+SQLITE_PRAGMAS = ("PRAGMA journal_mode = WAL", "PRAGMA synchronous = FULL")
+
+
+@dataclass(frozen=True)
+class Figure:
+    workload: str  # "drain", "enqueue_one", "claim@1M", ...
+    backend: str  # "sqlite" or "postgresql"
+    system: str  # "conveyor", "floor", "huey", ...
+    metric: str  # "jobs/s", "p50 ms", "p99 ms", "MB", ...
+    value: float
+    note: str = ""
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        return (self.workload, self.backend, self.system, self.metric)
+
+
+@dataclass
+class Summary:
+    """The median of one figure over several runs, and how far apart the runs were."""
+
+    workload: str
+    backend: str
+    system: str
+    metric: str
+    median: float
+    low: float
+    high: float
+    runs: int
+    note: str = ""
+
+    @property
+    def spread(self) -> float:
+        """(max - min) / median: 0.1 means the runs were within 10% of each other."""
+        return (self.high - self.low) / self.median if self.median else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "spread": round(self.spread, 4)}
+
+
+def summarise(figures: list[Figure]) -> list[Summary]:
+    groups: dict[tuple[str, str, str, str], list[Figure]] = {}
+    for figure in figures:
+        groups.setdefault(figure.key, []).append(figure)
+    out = []
+    for (workload, backend, system, metric), items in groups.items():
+        values = [f.value for f in items]
+        notes = sorted({f.note for f in items if f.note})
+        out.append(
+            Summary(workload, backend, system, metric, statistics.median(values),
+                    min(values), max(values), len(values), "; ".join(notes))
+        )  # fmt: skip
+    return out
+
+
+@dataclass
+class Scale:
+    """How big each workload is. ``quick`` is for smoke tests and a first look."""
+
+    enqueue_one: int = 500
+    bulk: int = 20_000
+    drain: int = 10_000
+    peer_drain: int = 5_000
+    latency_rounds: int = 500
+    backlogs: tuple[int, ...] = (10_000, 100_000, 1_000_000)
+    retained: int = 1_000_000
+    worker_jobs: int = 5_000
+    start_latency_rounds: int = 50
+    runs: int = 3
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def quick(cls) -> Scale:
+        return cls(enqueue_one=100, bulk=2_000, drain=2_000, peer_drain=500, latency_rounds=100,
+                   backlogs=(1_000, 10_000), retained=10_000, worker_jobs=1_000,
+                   start_latency_rounds=10, runs=1)  # fmt: skip
+
+    @classmethod
+    def smoke(cls) -> Scale:
+        return cls(enqueue_one=20, bulk=300, drain=300, peer_drain=50, latency_rounds=20,
+                   backlogs=(200, 500), retained=500, worker_jobs=100,
+                   start_latency_rounds=3, runs=1)  # fmt: skip
+
+
+class Span:
+    """First to last call of ``tick()``: the time a worker spent running a backlog, without
+    its start-up and shutdown. ``seconds(n)`` adds one average gap for the first job."""
+
+    def __init__(self) -> None:
+        self.first = 0.0
+        self.last = 0.0
+
+    def tick(self) -> None:
+        now = time.perf_counter()
+        if not self.first:
+            self.first = now
+        self.last = now
+
+    def seconds(self, count: int) -> float:
+        span = self.last - self.first
+        return span * count / (count - 1) if count > 1 else span
+
+
+# -- fresh databases ----------------------------------------------------------------------
+@contextlib.contextmanager
+def sqlite_dir(parent: str | None = None) -> Iterator[Path]:
+    """An empty directory for SQLite files, on the same disk as ``parent``."""
+    with tempfile.TemporaryDirectory(prefix="conveyor-bench-", dir=parent) as folder:
+        yield Path(folder)
+
+
+def sqlite_connect(path: Path | str) -> sqlite3.Connection:
+    """A plain connection with the benchmark's durability (autocommit; BEGIN by hand)."""
+    conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
+    for pragma in SQLITE_PRAGMAS:
+        conn.execute(pragma)
+    return conn
+
+
+@contextlib.contextmanager
+def pg_database(url: str = PG_URL) -> Iterator[str]:
+    """A new, empty PostgreSQL database on the server of ``url``; dropped afterwards."""
+    import psycopg
+    from psycopg.conninfo import make_conninfo
+
+    name = f"conveyor_bench_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    fresh = make_conninfo(url, dbname=name)
+    try:
+        yield fresh_url(fresh)
+    finally:
+        with psycopg.connect(url, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def fresh_url(conninfo: str) -> str:
+    """A libpq conninfo string as a postgresql:// URL (what conveyor.connect takes)."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    p = conninfo_to_dict(conninfo)
+    user = p.get("user", "")
+    host = p.get("host", "127.0.0.1")
+    port = p.get("port", 5432)
+    return f"postgresql://{user}@{host}:{port}/{p['dbname']}"
+
+
+def pg_durability(url: str = PG_URL) -> dict[str, str]:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        return {
+            name: str(conn.execute(f"SHOW {name}").fetchone()[0])  # type: ignore[index]
+            for name in ("fsync", "synchronous_commit", "full_page_writes", "server_version")
+        }
+
+
+def postgres_available(url: str = PG_URL) -> str | None:
+    """None when PostgreSQL answers, else why not."""
+    try:
+        import psycopg
+
+        with psycopg.connect(url, connect_timeout=3) as conn:
+            conn.execute("SELECT 1")
+    except Exception as exc:
+        return f"PostgreSQL at {url} is unreachable: {exc}"
+    return None
+
+
+# -- the machine ------------------------------------------------------------------------
+def machine() -> dict[str, Any]:
+    cpu = platform.processor() or "unknown"
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    memory = 0
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal"):
+                memory = int(line.split()[1]) // 1024
+    load = os.getloadavg() if hasattr(os, "getloadavg") else (0.0, 0.0, 0.0)
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "memory_mb": memory,
+        "python": platform.python_version(),
+        "sqlite": sqlite3.sqlite_version,
+        "system": f"{platform.system()} {platform.release()}",
+        "load_at_start": [round(x, 2) for x in load],
+    }
+
+
+def rss_mb(pid: int | None = None) -> float:
+    """Resident memory of a process (this one by default), in MB, from /proc."""
+    status = Path(f"/proc/{pid or os.getpid()}/status").read_text()
+    for line in status.splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024.0
+    return 0.0

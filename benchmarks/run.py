@@ -1,0 +1,255 @@
+"""Run the benchmark suite: conveyor, its peers and the plain-SQL floor, side by side.
+
+    python benchmarks/run.py            # the full run (about 15 minutes)
+    python benchmarks/run.py --quick    # small sizes, one run (a minute or two)
+
+Figures go to benchmarks/results/ (JSON and Markdown) and the charts to docs/img/.
+Every drain verifies that each job ran and completed exactly once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+import time
+import traceback
+from collections.abc import Callable, Iterable
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script: make `benchmarks` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks import backlog, paired, report
+from benchmarks.floor import PostgresFloor, SQLiteFloor
+from benchmarks.harness import (
+    PG_URL,
+    Figure,
+    Scale,
+    machine,
+    pg_durability,
+    postgres_available,
+    summarise,
+)
+from benchmarks.systems.conveyor_api import ConveyorAcked, ConveyorAPI
+
+ROOT = Path(__file__).resolve().parent.parent
+BACKENDS = ("sqlite", "postgresql")
+
+
+def peers(backend: str, workdir: Path, pg_url: str) -> tuple[list[Any], dict[str, str]]:
+    """The peers that import here, and why the others could not run."""
+    found: list[Any] = []
+    missing: dict[str, str] = {}
+    if backend == "sqlite":
+        candidates = [("huey", "huey_peer", "HueyPeer"),
+                      ("persistqueue", "persistqueue_peer", "PersistQueuePeer"),
+                      ("litequeue", "litequeue_peer", "LiteQueuePeer")]  # fmt: skip
+    else:
+        candidates = [("procrastinate", "procrastinate_peer", "ProcrastinatePeer"),
+                      ("pgqueuer", "pgqueuer_peer", "PgQueuerPeer")]  # fmt: skip
+    for package, module, cls in candidates:
+        try:
+            __import__(package)
+            peer_cls = getattr(importlib.import_module(f"benchmarks.systems.{module}"), cls)
+        except ImportError as exc:
+            missing[package] = f"not installed ({exc}); pip install 'conveyor[bench]'"
+            continue
+        found.append(peer_cls(workdir) if backend == "sqlite" else peer_cls(pg_url))
+        if package == "pgqueuer":
+            found.append(peer_cls(pg_url, batch_size=100))
+    return found, missing
+
+
+class Runner:
+    def __init__(self, scale: Scale, workdir: Path, pg_url: str, *, with_peers: bool,
+                 only: set[str] | None, log: Callable[[str], None] = print) -> None:  # fmt: skip
+        self.scale = scale
+        self.workdir = workdir
+        self.pg_url = pg_url
+        self.with_peers = with_peers
+        self.only = only
+        self.log = log
+        self.figures: list[Figure] = []
+        self.problems: dict[str, str] = {}
+
+    def wanted(self, workload: str) -> bool:
+        return self.only is None or workload in self.only
+
+    def add(self, figure: Figure) -> None:
+        self.figures.append(figure)
+        self.log(f"  {figure.backend:10} {figure.system:28} {figure.workload:42} "
+                 f"{figure.value:12,.3f} {figure.metric}")  # fmt: skip
+
+    def attempt(self, what: str, fn: Callable[[], Iterable[Figure]]) -> None:
+        """Run one measurement; a peer that breaks is reported, not fatal."""
+        try:
+            for figure in fn():
+                self.add(figure)
+        except Exception as exc:
+            self.problems[what] = f"{type(exc).__name__}: {exc}"
+            self.log(f"  ! {what}: {exc}")
+            if "Verification" in type(exc).__name__:
+                raise
+            traceback.print_exc(file=sys.stderr)
+
+    def systems(self, backend: str) -> list[Any]:
+        if backend == "sqlite":
+            floors: list[Any] = [SQLiteFloor(self.workdir), SQLiteFloor(self.workdir, "conveyor")]
+        else:
+            floors = [PostgresFloor(self.pg_url), PostgresFloor(self.pg_url, "conveyor")]
+        out = [*floors, ConveyorAPI(backend, self.workdir, self.pg_url)]
+        if self.with_peers:
+            found, missing = peers(backend, self.workdir, self.pg_url)
+            out += found
+            self.problems.update({f"{backend} {k}": v for k, v in missing.items()})
+        return out
+
+    def run_round(self, backend: str, run: int) -> None:
+        s = self.scale
+        self.log(f"[{backend}] run {run + 1} of {s.runs}")
+        systems = self.systems(backend)
+        if self.wanted("drain"):
+            systems.append(ConveyorAcked(backend, self.workdir, self.pg_url))
+        for system in systems:
+            tag = f"{backend} {system.name}"
+            acked_only = isinstance(system, ConveyorAcked)
+            acked_only = acked_only or "batch_size" in system.name  # a drain variant only
+            if self.wanted("enqueue_one") and not acked_only:
+                self.attempt(f"{tag} enqueue_one", partial(_one, system, s.enqueue_one))
+            if self.wanted("bulk") and not acked_only:
+                self.attempt(f"{tag} bulk", partial(_bulk, system, s.bulk))
+            if self.wanted("drain"):
+                ours = system.name.startswith(("conveyor", "floor"))
+                n = s.drain if ours else s.peer_drain
+                self.attempt(f"{tag} drain", partial(_drain, system, n))
+        if self.wanted("enqueue_one"):
+            self.attempt(
+                f"{backend} paired enqueue",
+                partial(paired.figures, backend, self.workdir, self.pg_url, s.enqueue_one),
+            )
+        if self.wanted("workers"):
+            from benchmarks import workers
+
+            self.attempt(
+                f"{backend} workers",
+                partial(workers.figures, backend, self.workdir, self.pg_url, s),
+            )
+
+    def run_backlog(self, backend: str) -> None:
+        s = self.scale
+        # The previous phase may have left gigabytes of dirty pages to write back: let the
+        # disk settle so its flush does not land on this phase's fsyncs.
+        os.sync()
+        time.sleep(2.0)
+        self.log(f"[{backend}] backlogs {s.backlogs}, then {s.retained:,} completed retained")
+        api = ConveyorAPI(backend, self.workdir, self.pg_url)
+
+        def measure() -> Iterable[Figure]:
+            with api.queue() as q:
+                yield from backlog.backlogs(q, backend, s.backlogs, s.latency_rounds)
+                yield from backlog.retained(q, backend, 10_000 if s.runs > 1 else 1_000,
+                                            s.latency_rounds)  # fmt: skip
+
+        self.attempt(f"{backend} backlog", measure)
+
+
+def _one(system: Any, n: int) -> list[Figure]:
+    lat = system.enqueue_one(n)
+    return [Figure("enqueue one", system.backend, system.name, "p50 ms", lat.p50),
+            Figure("enqueue one", system.backend, system.name, "p99 ms", lat.p99)]  # fmt: skip
+
+
+def _bulk(system: Any, n: int) -> list[Figure]:
+    seconds = system.bulk(n)
+    if seconds is None:
+        return []  # no batch API: left out of the table, said in the notes
+    return [Figure("bulk enqueue", system.backend, system.name, "jobs/s", n / seconds)]
+
+
+def _drain(system: Any, n: int) -> list[Figure]:
+    return [Figure("drain", system.backend, system.name, "jobs/s", n / system.drain(n))]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, one run")
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes (the test suite's)")
+    parser.add_argument("--runs", type=int, help="runs per workload (median reported)")
+    parser.add_argument("--backends", default=",".join(BACKENDS))
+    parser.add_argument("--only", help="comma-separated: enqueue_one,bulk,drain,workers,backlog")
+    parser.add_argument("--no-peers", action="store_true")
+    parser.add_argument("--pg", default=PG_URL, help="PostgreSQL server URL (a database of "
+                        "its own is created per measurement and dropped)")  # fmt: skip
+    parser.add_argument("--workdir", default=None, help="where the SQLite files go")
+    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
+    parser.add_argument("--charts", default=str(ROOT / "docs" / "img"))
+    parser.add_argument("--no-charts", action="store_true")
+    args = parser.parse_args(argv)
+
+    scale = Scale.smoke() if args.smoke else Scale.quick() if args.quick else Scale()
+    if args.runs:
+        scale.runs = args.runs
+    only = set(args.only.split(",")) if args.only else None
+    backends = [b for b in args.backends.split(",") if b]
+    problem = postgres_available(args.pg) if "postgresql" in backends else None
+    if problem:
+        print(f"skipping PostgreSQL: {problem}", file=sys.stderr)
+        backends.remove("postgresql")
+
+    import tempfile
+
+    started = time.time()
+    with tempfile.TemporaryDirectory(prefix="conveyor-bench-", dir=args.workdir) as tmp:
+        runner = Runner(scale, Path(tmp), args.pg, with_peers=not args.no_peers, only=only)
+        # Runs interleave the backends, so a burst of load from elsewhere on the machine
+        # lands on one run of each rather than on every run of one.
+        for run in range(scale.runs):
+            for backend in backends:
+                runner.run_round(backend, run)
+        if runner.wanted("backlog"):
+            for backend in backends:
+                runner.run_backlog(backend)
+    elapsed = time.time() - started
+
+    summaries = summarise(runner.figures)
+    meta = {
+        "machine": machine(),
+        "postgres": pg_durability(args.pg) if "postgresql" in backends else None,
+        "scale": {k: v for k, v in vars(scale).items() if k != "extra"},
+        "elapsed_s": round(elapsed, 1),
+        "problems": runner.problems,
+        "command": " ".join(
+            ["python benchmarks/run.py", *(argv if argv is not None else sys.argv[1:])]
+        ),
+    }
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    name = "smoke" if args.smoke else "quick" if args.quick else "latest"
+    payload = {"meta": meta, "summaries": [s.to_dict() for s in summaries]}
+    (out / f"{name}.json").write_text(json.dumps(payload, indent=2) + "\n")
+    text = report.markdown(summaries, meta)
+    (out / f"{name}.md").write_text(text)
+    print(text)
+    if not args.no_charts:
+        try:
+            from benchmarks import charts
+
+            for path in charts.draw(
+                summaries, Path(args.charts), suffix="" if name == "latest" else f"-{name}"
+            ):
+                print(f"chart: {path}")
+        except ImportError as exc:
+            print(f"no charts: {exc} (pip install 'conveyor[bench]')", file=sys.stderr)
+    failed = [k for k, v in runner.problems.items() if "not installed" not in v]
+    if failed:
+        print(f"failed: {', '.join(failed)}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

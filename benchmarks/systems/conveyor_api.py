@@ -1,0 +1,59 @@
+"""conveyor through its ``Queue`` API: the workloads of ``conveyor bench``, each on a
+fresh database (a new SQLite file, or a new PostgreSQL database)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import conveyor
+from benchmarks.harness import pg_database, sqlite_dir
+from conveyor.cli import bench as workloads
+from conveyor.cli.bench import Latency
+
+
+class ConveyorAPI:
+    name = "conveyor"
+
+    def __init__(self, backend: str, workdir: Path, pg_url: str) -> None:
+        self.backend = backend
+        self.workdir = workdir
+        self.pg_url = pg_url
+
+    @contextlib.contextmanager
+    def queue(self) -> Iterator[conveyor.Queue]:
+        """A migrated queue on an empty database of its own."""
+        if self.backend == "sqlite":
+            with (
+                sqlite_dir(str(self.workdir)) as folder,
+                conveyor.connect(f"sqlite:///{folder / 'conveyor.db'}") as q,
+            ):
+                yield q
+            return
+        with pg_database(self.pg_url) as url, conveyor.connect(url) as q:
+            yield q
+
+    def enqueue_one(self, n: int) -> Latency:
+        with self.queue() as q:
+            return workloads.enqueue_one(q, n)
+
+    def bulk(self, n: int) -> float:
+        with self.queue() as q:
+            return workloads.enqueue_bulk(q, n)
+
+    def drain(self, n: int) -> float:
+        with self.queue() as q:
+            workloads.enqueue_bulk(q, n)
+            return workloads.drain(q, n)
+
+
+class ConveyorAcked(ConveyorAPI):
+    """The same queue drained with ``claim(ack=previous)``: one transaction per batch."""
+
+    name = "conveyor (claim with ack)"
+
+    def drain(self, n: int) -> float:
+        with self.queue() as q:
+            workloads.enqueue_bulk(q, n)
+            return workloads.drain_acked(q, n)

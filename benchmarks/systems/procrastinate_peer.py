@@ -1,0 +1,90 @@
+"""procrastinate on PostgreSQL (fsync on), through its psycopg connector.
+
+Enqueue one is ``defer_async`` (one INSERT, one commit); bulk is ``batch_defer_async``.
+Drain runs procrastinate's own worker (``run_worker_async(wait=False)``, concurrency 1),
+which fetches one job per transaction and finishes it in another. The clock runs from
+the first job's start to the last job's end (start-up and shutdown left out)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+from benchmarks.harness import Span, pg_database
+from conveyor.cli.bench import Latency, verify_once
+
+CHUNK = 1000
+
+
+class ProcrastinatePeer:
+    name = "procrastinate"
+    backend = "postgresql"
+
+    def __init__(self, pg_url: str) -> None:
+        self.pg_url = pg_url
+        logging.getLogger("procrastinate").setLevel(logging.WARNING)
+
+    @staticmethod
+    def _app(url: str) -> tuple[Any, Any, list[int]]:
+        import procrastinate
+
+        app = procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=url))
+        ran: list[int] = []
+        clock = Span()
+
+        @app.task(name="noop", queue="bench")
+        async def noop(i: int) -> None:
+            clock.tick()
+            ran.append(i)
+
+        noop.clock = clock  # type: ignore[attr-defined]
+        return app, noop, ran
+
+    def enqueue_one(self, n: int) -> Latency:
+        async def run(url: str) -> list[float]:
+            app, noop, _ = self._app(url)
+            async with app.open_async():
+                await app.schema_manager.apply_schema_async()
+                took = []
+                for i in range(n):
+                    started = time.perf_counter()
+                    await noop.defer_async(i=i)
+                    took.append(time.perf_counter() - started)
+            return took
+
+        with pg_database(self.pg_url) as url:
+            return Latency.of(asyncio.run(run(url)))
+
+    @staticmethod
+    async def _fill(noop: Any, n: int) -> float:
+        started = time.perf_counter()
+        for start in range(0, n, CHUNK):
+            await noop.batch_defer_async(*({"i": i} for i in range(start, min(n, start + CHUNK))))
+        return time.perf_counter() - started
+
+    def bulk(self, n: int) -> float | None:
+        async def run(url: str) -> float:
+            app, noop, _ = self._app(url)
+            async with app.open_async():
+                await app.schema_manager.apply_schema_async()
+                return await self._fill(noop, n)
+
+        with pg_database(self.pg_url) as url:
+            return asyncio.run(run(url))
+
+    def drain(self, n: int) -> float:
+        async def run(url: str) -> tuple[float, list[int]]:
+            app, noop, ran = self._app(url)
+            async with app.open_async():
+                await app.schema_manager.apply_schema_async()
+                await self._fill(noop, n)
+                await app.run_worker_async(queues=["bench"], wait=False, concurrency=1,
+                                           install_signal_handlers=False)  # fmt: skip
+            return noop.clock.seconds(len(ran)), ran
+
+        with pg_database(self.pg_url) as url:
+            took, ran = asyncio.run(run(url))
+        verify_once(ran, n, len(ran), what="procrastinate drain")
+        return took

@@ -1,0 +1,131 @@
+"""The benchmark code, run small so it cannot rot. No timing is asserted: benchmarks
+print figures; these tests only check that every workload runs, verifies its jobs and
+reports on both databases."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import conveyor
+from benchmarks import run
+from benchmarks.harness import Figure, summarise
+from conveyor.cli import app
+from conveyor.cli import bench as workloads
+from tests.conftest import PG_URL, postgres_problem, require_postgres
+
+
+def test_workloads_run_and_leave_every_job_completed(q: conveyor.Queue) -> None:
+    lat = workloads.enqueue_one(q, 5, queue="one")
+    assert lat.count == 5
+    assert 0 < lat.p50 <= lat.p99
+    assert workloads.enqueue_bulk(q, 250, queue="drain", chunk=100) > 0
+    assert workloads.drain(q, 250, queue="drain", limit=30) > 0
+    workloads.enqueue_bulk(q, 120, queue="acked")
+    assert workloads.drain_acked(q, 120, queue="acked", limit=50) > 0
+    workloads.enqueue_bulk(q, 10, queue="latency")
+    assert workloads.claim_complete(q, 10, queue="latency", count_remaining=True).count == 10
+    for name, n in (("drain", 250), ("acked", 120), ("latency", 10)):
+        stats = q.stats(name)
+        assert (stats.completed, stats.pending, stats.running) == (n, 0, 0)
+
+
+def test_a_drain_that_misses_a_job_fails_verification(q: conveyor.Queue) -> None:
+    workloads.enqueue_bulk(q, 20, queue="drain")
+    q.claim("drain", limit=1)  # someone else holds job 0: the drain never sees it
+    with pytest.raises(workloads.VerificationFailed, match="run once each"):
+        workloads.drain(q, 20, queue="drain")
+
+
+def test_a_job_run_twice_fails_verification() -> None:
+    with pytest.raises(workloads.VerificationFailed, match="1 repeated"):
+        workloads.verify_once([0, 1, 1], 3, 3, what="drain")
+    with pytest.raises(workloads.VerificationFailed, match="completions"):
+        workloads.verify_once([0, 1, 2], 3, 2, what="drain")
+
+
+def test_claim_latency_refuses_an_empty_queue(q: conveyor.Queue) -> None:
+    with pytest.raises(workloads.VerificationFailed, match="ran dry"):
+        workloads.claim_complete(q, 1, queue="empty")
+
+
+def test_summaries_take_the_median_and_the_spread() -> None:
+    figures = [Figure("drain", "sqlite", "x", "jobs/s", v) for v in (90.0, 100.0, 120.0)]
+    (summary,) = summarise(figures)
+    assert (summary.median, summary.low, summary.high, summary.runs) == (100.0, 90.0, 120.0, 3)
+    assert summary.spread == pytest.approx(0.3)
+
+
+def test_cli_bench_prints_its_table_on_a_temporary_sqlite_file() -> None:
+    result = CliRunner().invoke(app, ["bench", "--jobs", "100", "--runs", "1"])
+    assert result.exit_code == 0, result.output
+    assert "drain (claim 100 + complete_many)" in result.output
+    assert "jobs/s" in result.output
+
+
+def test_cli_bench_beside_a_sqlite_file_leaves_it_untouched(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'mine.db'}"
+    with conveyor.connect(url) as q:
+        q.enqueue("keep.me")
+    result = CliRunner().invoke(app, ["bench", "--db", url, "--jobs", "100", "--runs", "1"])
+    assert result.exit_code == 0, result.output
+    assert not [p.name for p in tmp_path.iterdir() if ".bench-" in p.name]
+    with conveyor.connect(url) as q:
+        assert q.stats().total == 1
+
+
+def test_cli_bench_on_postgres_drops_its_schema() -> None:
+    require_postgres()
+    import psycopg
+
+    def schemas() -> set[str]:
+        with psycopg.connect(PG_URL) as conn:
+            rows = conn.execute("SELECT nspname FROM pg_namespace").fetchall()
+        return {r[0] for r in rows if r[0].startswith("conveyor_bench_")}
+
+    before = schemas()
+    result = CliRunner().invoke(app, ["bench", "--db", PG_URL, "--jobs", "100", "--runs", "1"])
+    assert result.exit_code == 0, result.output
+    assert "postgresql://" in result.output
+    assert schemas() == before
+
+
+def test_cli_bench_refuses_an_in_memory_database() -> None:
+    result = CliRunner().invoke(app, ["bench", "--db", "sqlite:///:memory:"])
+    assert result.exit_code != 0
+
+
+@pytest.mark.slow
+def test_the_suite_runs_every_workload_on_both_databases(tmp_path: Path) -> None:
+    backends = "sqlite" if postgres_problem() else "sqlite,postgresql"
+    code = run.main(["--smoke", "--backends", backends, "--pg", PG_URL, "--out", str(tmp_path),
+                     "--charts", str(tmp_path / "img"), "--workdir", str(tmp_path)])  # fmt: skip
+    data = json.loads((tmp_path / "smoke.json").read_text())
+    failed = {k: v for k, v in data["meta"]["problems"].items() if "not installed" not in v}
+    assert code == 0 and not failed, failed
+    seen = {(s["backend"], s["system"], s["workload"]) for s in data["summaries"]}
+    for backend in backends.split(","):
+        for system in ("floor", "floor (conveyor table)", "conveyor"):
+            assert (backend, system, "drain") in seen
+            assert (backend, system, "enqueue one") in seen
+        assert (backend, "conveyor (claim with ack)", "drain") in seen
+        assert (backend, "conveyor worker, 4 processes x 10 threads", "drain") in seen
+        assert any(w.startswith("claim+complete @") for b, _, w in seen if b == backend)
+        assert any("retained" in w for b, _, w in seen if b == backend)
+    report = (tmp_path / "smoke.md").read_text()
+    assert "### Targets" in report
+    peers = {s for b, s, w in seen if w == "drain"} - {"floor", "floor (conveyor table)"}
+    for peer, package in (("huey", "huey"), ("litequeue", "litequeue")):
+        if _installed(package):
+            assert peer in peers
+
+
+def _installed(package: str) -> bool:
+    try:
+        __import__(package)
+    except ImportError:
+        return False
+    return True
