@@ -337,3 +337,18 @@ def test_a_worker_outlasts_a_locked_sqlite_database(tmp_path: Any, backend_name:
     finally:
         blocker.close()
         app.close()
+
+
+def test_sync_tasks_share_at_most_concurrency_threads(q: conveyor.Queue) -> None:
+    app = App(q)
+    threads: set[str] = set()
+
+    @app.task
+    def note(ctx: Context, n: int) -> int:
+        threads.add(threading.current_thread().name)
+        return n
+
+    note.enqueue_many({"n": n} for n in range(60))
+    app.run_worker(burst=True, concurrency=4, install_signals=False)
+    assert q.stats().completed == 60
+    assert 1 <= len(threads) <= 4, threads  # reused, never one per job

@@ -140,7 +140,7 @@ class Worker:
             listens = getattr(getattr(q, "backend", None), "supports_listen_notify", False)
             max_poll = _LISTEN_MAX_POLL if listens else _SQLITE_MAX_POLL
         self._wakeup = Wakeup(q, min_poll=min(0.025, max_poll), max_poll=max_poll)
-        self._executor = Executor(self._on_returned)
+        self._executor = Executor(self._on_returned, max_threads=self.concurrency)
         self._completer = Completer(q, self._on_flushed, on_db_error=self._db_error)
         self._heartbeater = Heartbeater(
             q,
