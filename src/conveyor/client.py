@@ -20,7 +20,7 @@ import os
 import socket
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, NoReturn
 from urllib.parse import quote
 
@@ -38,19 +38,15 @@ from conveyor.errors import (
     StaleClaim,
 )
 from conveyor.job import Claim, ErrorKind, Job, Progress, Stats, Status
+from conveyor.queue import DEFAULT_LEASE, Duration
 from conveyor.retry import seconds
 
-Duration = timedelta | float | int
-
-DEFAULT_LEASE = timedelta(minutes=5)
 # One long poll never outlasts the server's default bound (60 s); wait() chains them.
 _WAIT_SLICE = 30.0
+# Each error class names its own code: the server sends it, the client maps it back.
 _ERRORS_BY_CODE: dict[str, type[ConveyorError]] = {
-    "not_found": JobNotFound,
-    "stale_claim": StaleClaim,
-    "invalid_transition": InvalidTransition,
-    "duplicate_job": DuplicateJob,
-    "database_error": DatabaseError,
+    cls.code: cls
+    for cls in (JobNotFound, StaleClaim, InvalidTransition, DuplicateJob, DatabaseError)
 }
 _ENQUEUE_FIELDS = ("task", "payload", "queue", "key", "priority", "run_at", "max_attempts",
                    "subscriber")  # fmt: skip

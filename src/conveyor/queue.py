@@ -300,12 +300,7 @@ class Queue:
     def complete(self, job_id: int, claim_id: str, result: Any = None) -> Job:
         """Mark a running job completed, storing ``result``. Raises ``StaleClaim`` when
         the claim no longer holds the job."""
-        self._job_id(job_id)
-        item = {
-            "id": job_id,
-            "claim_id": self._claim_id(claim_id),
-            "result": check.encode_json(result, "result", max_bytes=self.max_payload_bytes),
-        }
+        item = self._complete_item(job_id, claim_id, result)
         with self.backend.session() as s:
             rows = s.all("complete_jobs", {"items": self.backend.json_param([item])})
             if not rows:
@@ -316,14 +311,7 @@ class Queue:
     def complete_many(self, items: Sequence[tuple[int, str, Any]]) -> list[Job]:
         """Complete ``(job_id, claim_id, result)`` triples in one statement. Returns the
         jobs completed; items whose claim no longer holds the job are left out."""
-        batch = [
-            {
-                "id": self._job_id(job_id),
-                "claim_id": self._claim_id(claim_id),
-                "result": check.encode_json(result, "result", max_bytes=self.max_payload_bytes),
-            }
-            for job_id, claim_id, result in items
-        ]
+        batch = [self._complete_item(*item) for item in items]
         if not batch:
             return []
         rows = self.backend.write_once(
@@ -332,6 +320,13 @@ class Queue:
             finished=[job_id for job_id, _claim, _result in items],
         )
         return [self._job(r) for r in rows]
+
+    def _complete_item(self, job_id: Any, claim_id: Any, result: Any) -> dict[str, Any]:
+        return {
+            "id": self._job_id(job_id),
+            "claim_id": self._claim_id(claim_id),
+            "result": check.encode_json(result, "result", max_bytes=self.max_payload_bytes),
+        }
 
     def fail(
         self,
@@ -369,24 +364,24 @@ class Queue:
         """Fail ``(job_id, claim_id, error, retryable, delay)`` tuples in one statement.
         A ``None`` delay uses the backoff policy for the job's attempt count. Returns the
         jobs changed; items whose claim no longer holds the job are left out."""
-        if not items:
+        # Every item is checked before the write transaction opens.
+        batch = [
+            self._fail_item(
+                self._job_id(job_id),
+                self._claim_id(claim_id),
+                check.text(error, "error"),
+                bool(retryable),
+                None if delay is None else seconds(delay, "delay"),
+            )
+            for job_id, claim_id, error, retryable, delay in items
+        ]
+        if not batch:
             return []
         with self.backend.session() as s:
-            batch = []
-            for job_id, claim_id, error, retryable, delay in items:
-                delay_s = None if delay is None else seconds(delay, "delay")
-                if delay_s is None:
-                    row = s.one("get_job", {"id": self._job_id(job_id)})
-                    delay_s = self.backoff.delay(row["attempts"] if row else 1)
-                batch.append(
-                    self._fail_item(
-                        job_id,
-                        self._claim_id(claim_id),
-                        check.text(error, "error"),
-                        bool(retryable),
-                        delay_s,
-                    )
-                )
+            for item in batch:
+                if item["delay_s"] is None:  # the backoff depends on the attempts made
+                    row = s.one("get_job", {"id": item["id"]})
+                    item["delay_s"] = self.backoff.delay(row["attempts"] if row else 1)
             rows = s.all("fail_jobs", {"items": self.backend.json_param(batch)})
             jobs = [self._job(r) for r in rows]
             self._notify_outcome(s, jobs)
@@ -394,7 +389,7 @@ class Queue:
 
     @staticmethod
     def _fail_item(
-        job_id: int, claim_id: str, error: str, retryable: bool, delay_s: float
+        job_id: int, claim_id: str, error: str, retryable: bool, delay_s: float | None
     ) -> dict[str, Any]:
         kind = ErrorKind.RETRYABLE if retryable else ErrorKind.TERMINAL
         return {

@@ -133,7 +133,9 @@ class SQLiteBackend(Backend):
         # takes the write lock (waiting up to the busy timeout) before it reads: what
         # BEGIN IMMEDIATE ... COMMIT does, in one call instead of three.
         with self._lock:
-            rows = _SQLiteSession(self._conn.cursor(), self._queries).all(query, params)
+            with _translated():  # a closed connection fails here, as ProgrammingError
+                cursor = self._conn.cursor()
+            rows = _SQLiteSession(cursor, self._queries).all(query, params)
         if rows and (queues or finished):
             self._announce()
         return rows
