@@ -296,7 +296,7 @@ class RemoteQueue:
         result = {name: stats_from_json(s) for name, s in data.items()}
         if queue is None:
             return result
-        return {queue: result.get(queue, Stats())}
+        return {queue: result[queue]} if queue in result else {}
 
     def subscribers(self, job_id: int) -> list[str]:
         return list(self._call("GET", f"{_job_path(job_id)}/subscribers")["subscribers"])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -142,3 +142,19 @@ class Stats:
             out["oldest_pending_at"] = self.oldest_pending_at.isoformat()
         out["total"] = self.total
         return out
+
+
+def sum_stats(parts: Iterable[Stats]) -> Stats:
+    """The counts of several queues added up; the oldest pending job of them all."""
+    items = list(parts)
+    oldest = [p.oldest_pending_at for p in items if p.oldest_pending_at is not None]
+    return Stats(
+        pending=sum(p.pending for p in items),
+        running=sum(p.running for p in items),
+        completed=sum(p.completed for p in items),
+        failed=sum(p.failed for p in items),
+        cancelled=sum(p.cancelled for p in items),
+        oldest_pending_at=min(oldest) if oldest else None,
+        scheduled=sum(p.scheduled for p in items),
+        expired=sum(p.expired for p in items),
+    )

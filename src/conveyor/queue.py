@@ -22,7 +22,7 @@ from conveyor.errors import (
     JobNotFound,
     StaleClaim,
 )
-from conveyor.job import ACTIVE_STATUSES, Claim, ErrorKind, Job, Stats, Status
+from conveyor.job import ACTIVE_STATUSES, Claim, ErrorKind, Job, Stats, Status, sum_stats
 from conveyor.retry import Backoff, BackoffPolicy, seconds
 
 Duration = timedelta | float | int
@@ -100,6 +100,41 @@ class Queue:
     @property
     def url(self) -> str:
         return self.backend.describe()
+
+    @property
+    def dialect(self) -> str:
+        """``"sqlite"`` or ``"postgresql"``."""
+        return self.backend.dialect
+
+    @property
+    def listens(self) -> bool:
+        """Whether other processes' changes wake this one (LISTEN/NOTIFY)."""
+        return self.backend.supports_listen_notify
+
+    def schema_version(self) -> int:
+        """The migration the database is at (0: no schema yet)."""
+        return self.backend.schema_version()
+
+    @property
+    def latest_schema_version(self) -> int:
+        """The migration this release of conveyor brings the schema to."""
+        return self.backend.latest_version()
+
+    def drop_schema(self) -> None:
+        """Remove conveyor's tables and everything in them (tests, ``bench``)."""
+        self.backend.drop_schema()
+
+    # -- waiting for changes -----------------------------------------------------------
+    def generation(self) -> int:
+        """A counter that grows whenever this process learns of a change: a commit made
+        here, or another process's, announced by the database. Read it before looking
+        at the state you wait on, then pass it to ``wait_for_change``."""
+        return self.backend.generation()
+
+    def wait_for_change(self, since: int, timeout: float) -> bool:
+        """Block until ``generation()`` passes ``since`` or ``timeout`` seconds pass;
+        True when a change was seen (a timeout means: look at the database again)."""
+        return self.backend.wait_for_change(since, timeout)
 
     def now(self) -> datetime:
         """The database clock, the only clock conveyor trusts."""
@@ -605,10 +640,14 @@ class Queue:
 
     def stats(self, queue: str | None = None) -> Stats:
         """Counts per status (of one queue, or all), and the oldest pending job's age."""
-        return self.queue_stats(queue).get(queue or "*", Stats())
+        per_queue = self.queue_stats(queue)
+        if queue is not None:
+            return per_queue.get(queue, Stats())
+        return sum_stats(per_queue.values())
 
     def queue_stats(self, queue: str | None = None) -> dict[str, Stats]:
-        """``{queue: Stats}`` for every queue with jobs, plus ``"*"`` for all of them."""
+        """``{queue: Stats}`` for every queue with jobs (or just ``queue``); ``stats()``
+        gives the total."""
         where = {"queue": None if queue is None else check.name(queue, "queue")}
         with self.backend.session(write=False) as s:
             counts = s.all("count_by_queue_status", where)
@@ -623,11 +662,7 @@ class Queue:
             entry["scheduled"] = int(row["scheduled"] or 0)
         for row in expired:
             fields.setdefault(row["queue"], {})["expired"] = int(row["n"])
-        result = {name: Stats(**values) for name, values in fields.items()}
-        result[queue or "*"] = (
-            _sum_stats(result.values()) if queue is None else result.get(queue, Stats())
-        )
-        return result
+        return {name: Stats(**values) for name, values in sorted(fields.items())}
 
     def subscribers(self, job_id: int) -> list[str]:
         self._job_id(job_id)
@@ -675,7 +710,7 @@ class Queue:
         limit = None if timeout is None else seconds(timeout, "timeout")
         deadline = None if limit is None else time.monotonic() + limit
         while True:
-            since = self.backend.generation()
+            since = self.generation()
             job = self.get(job_id)
             if job is None:
                 raise JobNotFound(f"job {job_id} does not exist")
@@ -684,7 +719,7 @@ class Queue:
             left = poll if deadline is None else min(poll, deadline - time.monotonic())
             if left <= 0:
                 return job
-            self.backend.wait_for_change(since, left)
+            self.wait_for_change(since, left)
 
     # -- helpers --------------------------------------------------------------------
     def _job(self, row: Row, *, deduplicated: bool = False) -> Job:
@@ -707,9 +742,10 @@ class Queue:
         if row is None:
             raise JobNotFound(f"cannot {verb} job {job_id}: it does not exist")
         if row["claim_id"] != claim_id:
-            holder = f", now held by claim {row['claim_id']}" if row["claim_id"] else ""
+            # Claim ids are secrets of their holders: the message names neither.
+            holder = " under another claim" if row["claim_id"] else ""
             raise StaleClaim(
-                f"cannot {verb} job {job_id}: claim {claim_id} no longer holds it "
+                f"cannot {verb} job {job_id}: the claim given no longer holds it "
                 f"(the job is {row['status']}{holder})"
             )
         raise InvalidTransition(
@@ -732,18 +768,3 @@ def _dedupe(on_active: Any, cache_ttl: Any, on_failed: Any) -> Dedupe:
         raise InvalidArgument(f"on_failed: expected 'new', 'return' or 'retry', got {on_failed!r}")
     ttl = None if cache_ttl is None else seconds(cache_ttl, "cache_ttl")
     return Dedupe(on_active, ttl, on_failed)
-
-
-def _sum_stats(parts: Iterable[Stats]) -> Stats:
-    items = list(parts)
-    oldest = [p.oldest_pending_at for p in items if p.oldest_pending_at is not None]
-    return Stats(
-        pending=sum(p.pending for p in items),
-        running=sum(p.running for p in items),
-        completed=sum(p.completed for p in items),
-        failed=sum(p.failed for p in items),
-        cancelled=sum(p.cancelled for p in items),
-        oldest_pending_at=min(oldest) if oldest else None,
-        scheduled=sum(p.scheduled for p in items),
-        expired=sum(p.expired for p in items),
-    )

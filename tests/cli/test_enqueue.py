@@ -85,7 +85,7 @@ def test_enqueue_from_stdin(cli: Cli, db_url: str) -> None:
     assert result.code == 0, result.describe()
     assert "enqueued 2 job(s) from stdin" in result.stdout
     with conveyor.connect(db_url) as q:
-        assert sorted(q.queue_stats()) == ["*", "bulk", "x"]
+        assert sorted(q.queue_stats()) == ["bulk", "x"]
 
 
 def test_a_bad_line_is_reported_by_number_and_nothing_is_written(

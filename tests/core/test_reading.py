@@ -10,6 +10,7 @@ import pytest
 
 import conveyor
 from conveyor import InvalidArgument, JobNotFound, Status
+from conveyor.job import sum_stats
 
 
 def test_get_unknown_job_is_none(q: conveyor.Queue) -> None:
@@ -82,7 +83,8 @@ def test_stats_counts_every_status(q: conveyor.Queue) -> None:
     assert default.pending == 1 and default.scheduled == 0
     assert q.stats("nope") == conveyor.Stats()
     per_queue = q.queue_stats()
-    assert set(per_queue) == {"default", "other", "*"} and per_queue["other"].pending == 1
+    assert set(per_queue) == {"default", "other"} and per_queue["other"].pending == 1
+    assert q.stats() == sum_stats(per_queue.values())
     assert stats.to_dict()["total"] == 7
 
 
@@ -153,3 +155,34 @@ def test_the_database_clock_is_utc_and_current(q: conveyor.Queue) -> None:
     now = q.now()
     assert now.utcoffset() == timedelta(0)
     assert abs((now - datetime.now(timezone.utc)).total_seconds()) < 5
+
+
+def test_sqlite_reads_do_not_wait_for_another_writer(tmp_path: object) -> None:
+    """WAL readers never wait for the writer: while another connection holds the
+    write lock, reads answer at once (only writes wait for the busy timeout)."""
+    import sqlite3
+
+    path = f"{tmp_path}/held.db"
+    q = conveyor.connect(f"sqlite:///{path}?timeout=5")
+    job = q.enqueue("t")
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another process's writer, holding the lock
+    try:
+        started = time.monotonic()
+        got = q.get(job.id)
+        assert q.stats().pending == 1
+        assert q.jobs(limit=5)[0].id == job.id
+        assert got is not None and got.id == job.id
+        assert time.monotonic() - started < 1.0  # not the 5 s busy timeout
+        writer = threading.Thread(target=lambda: q.enqueue("blocked-until-commit"))
+        writer.start()  # this write waits for the lock; reads beside it must not
+        time.sleep(0.2)
+        started = time.monotonic()
+        assert q.get(job.id) is not None
+        assert time.monotonic() - started < 1.0
+    finally:
+        other.execute("COMMIT")
+        other.close()
+    writer.join(10)
+    assert q.stats().pending == 2
+    q.close()

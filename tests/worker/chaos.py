@@ -229,7 +229,7 @@ class Chaos:
                     r.problems.append(f"job {job.id}: a claim ran twice: {claims}")
             after = batch[-1].id
         r.stale_refused = self._count_logs(r"refused stale write")
-        r.leases_lost = self._count_logs(r"WARNING conveyor\.worker: job \d+: claim .* lost")
+        r.leases_lost = self._count_logs(r"WARNING conveyor\.worker: job \d+: claim lost")
         if r.stale_refused < 1:
             r.problems.append("no stale write was refused")
 

@@ -98,6 +98,10 @@ class Backend(ABC):
     def latest_version(self) -> int: ...
 
     @abstractmethod
+    def drop_schema(self) -> None:
+        """Remove conveyor's tables and everything in them."""
+
+    @abstractmethod
     def describe_schema(self) -> list[str]:
         """A sorted, comparable description of tables, columns and indexes."""
 

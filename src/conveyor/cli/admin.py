@@ -21,7 +21,7 @@ def migrate(db: DbOption = None, as_json: JsonOption = False) -> None:
     """Create or upgrade the schema."""
     with open_queue(db, create=True, migrate=False) as q:
         applied = q.migrate()
-        version = q.backend.schema_version()
+        version = q.schema_version()
     if as_json:
         print_json({"database": q.url, "schema_version": version, "applied": applied})
     else:

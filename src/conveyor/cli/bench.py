@@ -191,7 +191,7 @@ def scratch_queue(url: str | None = None) -> Iterator[Queue]:
         try:
             yield q
         finally:
-            q.backend.drop_schema()  # type: ignore[attr-defined]
+            q.drop_schema()
 
 
 # -- the command ----------------------------------------------------------------------

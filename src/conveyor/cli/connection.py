@@ -32,12 +32,12 @@ def open_queue(
         _probe_postgres(settings)
     queue = conveyor.connect(url, migrate=False)
     try:
-        version = queue.backend.schema_version()
+        version = queue.schema_version()
         if version == 0 and not create:
             raise ConfigurationError(
                 f"no conveyor tables in {queue.url}; create them with 'conveyor migrate'"
             )
-        if migrate and version < queue.backend.latest_version():
+        if migrate and version < queue.latest_schema_version:
             queue.migrate()
         yield queue
     finally:

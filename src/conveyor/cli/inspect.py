@@ -142,16 +142,15 @@ def info(db: DbOption = None, as_json: JsonOption = False) -> None:
         now = q.now()
         per_queue = q.queue_stats()
         running = q.jobs(status="running", limit=MAX_LIST)
-        backend = q.backend
-        version = backend.schema_version()
+        version = q.schema_version()
     workers, claims = summarize(running, now)
     truncated = len(running) == MAX_LIST
     if as_json:
         print_json({
             "database": q.url,
-            "dialect": backend.dialect,
+            "dialect": q.dialect,
             "schema_version": version,
-            "listen_notify": backend.supports_listen_notify,
+            "listen_notify": q.listens,
             "now": now.isoformat(),
             "stats": stats_json(per_queue),
             "workers": [w.to_dict() for w in workers],
@@ -161,7 +160,7 @@ def info(db: DbOption = None, as_json: JsonOption = False) -> None:
         return
     out = console()
     out.print(Text(f"{q.url}", style="bold") + Text(
-        f"  ({backend.dialect}, schema v{version}, database clock {now:%Y-%m-%d %H:%M:%S} UTC)",
+        f"  ({q.dialect}, schema v{version}, database clock {now:%Y-%m-%d %H:%M:%S} UTC)",
         style="dim",
     ))  # fmt: skip
     out.print()

@@ -17,7 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from conveyor.cli.durations import describe_duration
-from conveyor.job import Job, Stats, Status
+from conveyor.job import Job, Stats, Status, sum_stats
 
 STATUS_STYLES = {
     Status.PENDING: "yellow",
@@ -203,7 +203,7 @@ def job_details(job: Job, now: datetime, subscribers: list[str]) -> RenderableTy
 
 
 def stats_table(per_queue: Mapping[str, Stats], now: datetime) -> Table:
-    """One row per queue and a total row (``"*"`` in ``Queue.queue_stats``)."""
+    """One row per queue, and a total row when there are several."""
     table = Table(box=None, header_style="bold", pad_edge=False)
     table.add_column("queue", overflow="fold")
     headers = [*(str(s) for s in STATUS_ORDER), "scheduled", "expired"]
@@ -211,11 +211,10 @@ def stats_table(per_queue: Mapping[str, Stats], now: datetime) -> Table:
         style = STATUS_STYLES.get(header, "")  # type: ignore[call-overload]
         table.add_column(header, justify="right", style=style, min_width=len(header))
     table.add_column("oldest pending", no_wrap=True)
-    names = sorted(name for name in per_queue if name != "*")
-    total = per_queue.get("*")
+    names = sorted(per_queue)
     lines = [(name, per_queue[name]) for name in names]
-    if total is not None and len(names) != 1:
-        lines.append(("all queues", total))
+    if len(names) > 1:
+        lines.append(("all queues", sum_stats(per_queue.values())))
     for name, stats in lines:
         table.add_row(
             Text(name, style="bold" if name == "all queues" else ""),
@@ -230,9 +229,8 @@ def stats_table(per_queue: Mapping[str, Stats], now: datetime) -> Table:
 def stats_json(per_queue: Mapping[str, Stats]) -> dict[str, Any]:
     """``{"total": {...}, "queues": {name: {...}}}``; filtered to one queue, that
     queue's counts are the total."""
-    named = [s for name, s in per_queue.items() if name != "*"]
-    total = per_queue.get("*") or (named[0] if len(named) == 1 else Stats())
-    queues = {name: s.to_dict() for name, s in sorted(per_queue.items()) if name != "*"}
+    total = sum_stats(per_queue.values())
+    queues = {name: s.to_dict() for name, s in sorted(per_queue.items())}
     return {"total": total.to_dict(), "queues": queues}
 
 

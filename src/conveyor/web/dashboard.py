@@ -93,7 +93,7 @@ async function refresh() {
       api("/api/queues"),
       api("/api/jobs?newest_first=true&limit=50" + (status ? "&status=" + status : "")),
     ]);
-    const qs = Object.entries(queues.queues).filter(([name]) => name !== "*");
+    const qs = Object.entries(queues.queues);
     $("queues").replaceChildren(...qs.map(([name, s]) => row([
       [name], [s.pending, "n"], [s.running, "n"], [s.completed, "n"], [s.failed, "n"],
       [s.cancelled, "n"], [s.scheduled, "n"], [s.expired, "n"], [when(s.oldest_pending_at)],

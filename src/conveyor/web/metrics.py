@@ -27,7 +27,6 @@ from conveyor.job import Claim, Job, Status
 from conveyor.queue import Queue
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600, 4 * 3600)
-_ALL = "*"
 
 
 class _QueueCollector(Collector):
@@ -54,8 +53,6 @@ class _QueueCollector(Collector):
             labels=["queue"],
         )
         for name, stats in sorted(per_queue.items()):
-            if name == _ALL:
-                continue
             for status in Status:
                 jobs.add_metric([name, status.value], getattr(stats, status.value))
             if stats.oldest_pending_at is not None:

@@ -243,7 +243,8 @@ class StatsOut(BaseModel):
 
 
 class QueuesOut(BaseModel):
-    queues: dict[str, StatsOut] = Field(description="per queue, and '*' for all of them")
+    queues: dict[str, StatsOut] = Field(description="per queue with jobs")
+    total: StatsOut = Field(description="all queues together")
 
 
 class SubscribersOut(BaseModel):

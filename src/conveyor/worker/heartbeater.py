@@ -87,11 +87,11 @@ class Heartbeater:
             job = self.queue.get(held.job.id)
         except DatabaseError:
             job = None
-        claim = held.job.claim_id
+        # Claim ids are secrets of their holders: never in a reason or a log line.
         if job is None:
-            return f"claim {claim} lost: the job is gone"
+            return "claim lost: the job is gone"
         if job.status == Status.CANCELLED:
-            return f"claim {claim} lost: the job was cancelled"
-        if job.claim_id and job.claim_id != claim:
-            return f"claim {claim} lost: the job was re-claimed as {job.claim_id}"
-        return f"claim {claim} lost: the job is {job.status} (lease expired or claim reset)"
+            return "claim lost: the job was cancelled"
+        if job.claim_id and job.claim_id != held.job.claim_id:
+            return "claim lost: the job was claimed again by another worker"
+        return f"claim lost: the job is {job.status} (lease expired or claim reset)"

@@ -269,9 +269,8 @@ class Worker:
             self.stats.add(stale_refused=len(refused))
             for o in refused:
                 log.warning(
-                    "refused stale write: job %d claim %s (the claim no longer holds the job)",
+                    "refused stale write: job %d (this worker's claim no longer holds it)",
                     o.job.id,
-                    o.claim_id,
                 )
         finals = 0
         for job in flushed.written.jobs:
@@ -349,9 +348,7 @@ class Worker:
                 except DatabaseError as exc:
                     if time.monotonic() >= deadline:
                         log.error(
-                            "cannot release claim %s (%s); its lease will expire",
-                            claim_id,
-                            one_line(exc),
+                            "cannot release a claim (%s); its lease will expire", one_line(exc)
                         )
                         break
                     time.sleep(0.2)

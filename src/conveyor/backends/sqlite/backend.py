@@ -8,6 +8,7 @@ a committed job survives a power cut."""
 from __future__ import annotations
 
 import json
+import queue
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Mapping
@@ -83,28 +84,41 @@ class SQLiteBackend(Backend):
                 f"synchronous: expected one of {', '.join(SYNCHRONOUS)}, got {synchronous!r}"
             )
         self.path = path
+        self._timeout = timeout
         self._queries = load_queries(_PACKAGE, {"now": _NOW})
         self._migrations = load_migrations(_PACKAGE, {"now": _NOW})
-        # One connection per backend, shared by the threads of this process under a lock:
-        # writes are serialised by SQLite anyway, and :memory: needs a single connection.
+        # One writing connection per backend, shared by the threads of this process under
+        # a lock: writes are serialised by SQLite anyway, and :memory: needs a single
+        # connection. Reads use connections of their own (WAL readers never wait for the
+        # writer), so a write lock held by another process stalls no read here.
         self._lock = threading.RLock()
+        self._readers: queue.SimpleQueue[sqlite3.Connection] = queue.SimpleQueue()
+        self._all_readers: list[sqlite3.Connection] = []
+        self._closed = False
         try:
-            self._conn = sqlite3.connect(
-                path, timeout=timeout, isolation_level=None, check_same_thread=False
-            )
-            self._conn.row_factory = sqlite3.Row
+            self._conn = self._open()
             if path != ":memory:":
                 self._conn.execute("PRAGMA journal_mode = WAL")
             self._conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
-            self._conn.execute("PRAGMA foreign_keys = ON")
         except sqlite3.Error as exc:
             raise ConfigurationError(f"cannot open SQLite database {path!r}: {exc}") from None
+
+    def _open(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(
+            self.path, timeout=self._timeout, isolation_level=None, check_same_thread=False
+        )
+        conn.execute("PRAGMA foreign_keys = ON")
+        return conn
 
     # -- sessions -------------------------------------------------------------------
     @contextmanager
     def session(self, *, write: bool = True, conn: Any = None) -> Iterator[Session]:
         if conn is not None:
             yield self._caller_session(conn)
+            return
+        if not write and self.path != ":memory:":
+            with self._reading() as session:
+                yield session
             return
         with self._lock:
             with _translated():  # a closed connection fails here, as ProgrammingError
@@ -139,6 +153,31 @@ class SQLiteBackend(Backend):
         if rows and (queues or finished):
             self._announce()
         return rows
+
+    @contextmanager
+    def _reading(self) -> Iterator[Session]:
+        """A read transaction on a connection of its own, taken from the idle ones."""
+        with _translated():
+            if self._closed:
+                raise sqlite3.ProgrammingError("Cannot operate on a closed database.")
+            try:
+                conn = self._readers.get_nowait()
+            except queue.Empty:
+                conn = self._open()
+                conn.execute("PRAGMA query_only = ON")
+                with self._lock:
+                    self._all_readers.append(conn)
+            cur = conn.cursor()
+            cur.execute("BEGIN")
+        try:
+            yield _SQLiteSession(cur, self._queries)
+        finally:
+            try:
+                conn.rollback()  # a reader has nothing to commit; this ends its snapshot
+            except sqlite3.Error:
+                pass
+            else:
+                self._readers.put(conn)
 
     def _caller_session(self, conn: Any) -> Session:
         if not isinstance(conn, sqlite3.Connection):
@@ -189,6 +228,21 @@ class SQLiteBackend(Backend):
     def latest_version(self) -> int:
         return self._migrations[-1].version
 
+    def drop_schema(self) -> None:
+        with self._lock, _translated():
+            names = [
+                r[0]
+                for r in self._conn.execute(
+                    "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'conveyor%'"
+                )
+            ]
+            self._conn.execute("PRAGMA foreign_keys = OFF")
+            try:
+                for name in names:
+                    self._conn.execute(f'DROP TABLE IF EXISTS "{name}"')
+            finally:
+                self._conn.execute("PRAGMA foreign_keys = ON")
+
     def describe_schema(self) -> list[str]:
         out = []
         with self._lock, _translated():
@@ -222,7 +276,11 @@ class SQLiteBackend(Backend):
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
             self._conn.close()
+            for reader in self._all_readers:
+                reader.close()
+            self._all_readers.clear()
 
     def describe(self) -> str:
         return f"sqlite:///{self.path}"

@@ -169,8 +169,8 @@ RETURNING id, queue;
 UPDATE conveyor_jobs
 SET status = CASE WHEN attempts < max_attempts THEN 'pending' ELSE 'failed' END,
     finished_at = CASE WHEN attempts < max_attempts THEN NULL ELSE {now} END,
-    error = 'lease expired: worker ' || coalesce(worker, '?') || ' stopped renewing claim '
-            || claim_id || ' (attempt ' || attempts || ' of ' || max_attempts || ')',
+    error = 'lease expired: worker ' || coalesce(worker, '?') || ' stopped renewing its claim'
+            || ' (attempt ' || attempts || ' of ' || max_attempts || ')',
     error_kind = 'retryable',
     claim_id = NULL, claimed_at = NULL, worker = NULL, heartbeat_at = NULL,
     lease_expires_at = NULL,

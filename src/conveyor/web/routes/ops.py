@@ -38,7 +38,12 @@ def stats(state: State, queue: QueueQuery = None) -> dict[str, Any]:
     summary="Counts per queue and status",
 )
 def queues(state: State) -> dict[str, Any]:
-    return {"queues": {name: s.to_dict() for name, s in state.queue.queue_stats().items()}}
+    per_queue = state.queue.queue_stats()
+    total = state.queue.stats()
+    return {
+        "queues": {name: s.to_dict() for name, s in per_queue.items()},
+        "total": total.to_dict(),
+    }
 
 
 @router.get(
