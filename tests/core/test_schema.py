@@ -166,3 +166,11 @@ def test_url_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 def test_unreachable_postgres_is_a_database_error() -> None:
     with pytest.raises(conveyor.DatabaseError, match="cannot connect"):
         conveyor.connect("postgresql://root@127.0.0.1:1/test?connect_timeout=1")
+
+
+def test_the_queue_url_names_its_schema(db_url: str, backend_name: str) -> None:
+    with conveyor.connect(db_url) as q:
+        if backend_name == "postgresql":
+            assert q.url.startswith("postgresql://") and "?schema=t_" in q.url
+        else:
+            assert q.url.startswith("sqlite:///") and q.url.endswith("conveyor.db")

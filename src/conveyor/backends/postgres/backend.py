@@ -362,4 +362,5 @@ class PostgresBackend(Backend):
         params = psycopg.conninfo.conninfo_to_dict(self._conninfo)
         host = params.get("host", "localhost")
         port = params.get("port", 5432)
-        return f"postgresql://{params.get('user', '')}@{host}:{port}/{params.get('dbname', '')}"
+        where = f"postgresql://{params.get('user', '')}@{host}:{port}/{params.get('dbname', '')}"
+        return where if self.schema == "public" else f"{where}?schema={self.schema}"
