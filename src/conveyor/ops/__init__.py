@@ -1,0 +1,97 @@
+"""The operations of the contract, each written once as a *call*: its arguments checked,
+and a *plan* that carries out the job logic against the database.
+
+A plan is a generator. It yields the named statements it needs (``Query``, ``Count``),
+receives their rows (or the number of rows changed), says what to announce once the
+transaction commits (``Announce``), and returns the operation's result. It never touches
+a connection, so the same plan runs in the synchronous ``Queue`` and the asynchronous
+``AsyncQueue``, on SQLite and on PostgreSQL. The hottest operations are a single
+statement committed on its own: those build a ``Once`` instead of a generator.
+
+A remote queue runs no plans: it sends the call's ``op`` and checked ``args`` over HTTP.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Generic, Protocol, TypeVar
+
+from conveyor.job import Job
+
+T = TypeVar("T")
+Row = Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """Run a named statement; the plan is sent its rows."""
+
+    name: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Count:
+    """Run a named statement; the plan is sent how many rows it changed."""
+
+    name: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Announce:
+    """Once the transaction commits, wake whoever waits: jobs became claimable in
+    ``queues``, or the jobs ``finished`` reached a final state."""
+
+    queues: Iterable[str] = ()
+    finished: Iterable[int] = ()
+
+
+Step = Query | Count | Announce
+Plan = Generator[Step, Any, T]
+
+
+@dataclass(frozen=True, slots=True)
+class Once(Generic[T]):
+    """A single statement committed on its own; ``then`` turns its rows into the result.
+    What it announces is known before it runs (PostgreSQL sends it in the same round
+    trip), and is announced only when the statement changed something."""
+
+    query: Query
+    then: Callable[[list[Row]], T]
+    queues: tuple[str, ...] = ()
+    finished: tuple[int, ...] = ()
+
+
+class Values(Protocol):
+    """How one database dialect stores values; what plans need of a backend."""
+
+    @property
+    def dialect(self) -> str: ...
+
+    def encode_time(self, value: datetime) -> Any: ...
+
+    def decode_time(self, value: Any) -> datetime | None: ...
+
+    def decode_json(self, value: Any) -> Any: ...
+
+    def json_param(self, items: Any) -> str: ...
+
+    def decode_job(self, row: Row, *, deduplicated: bool = False) -> Job: ...
+
+
+Work = Plan[T] | Once[T]
+
+
+@dataclass(frozen=True, slots=True)
+class Call(Generic[T]):
+    """One operation, its arguments checked. ``args`` holds them by name, as a remote
+    queue sends them; ``build`` makes the plan for a database of the given dialect."""
+
+    op: str
+    args: Mapping[str, Any]
+    build: Callable[[Values], Work[T]] = field(repr=False)
+    write: bool = True
+    conn: Any = field(default=None, repr=False)

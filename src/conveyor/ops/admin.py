@@ -1,0 +1,91 @@
+"""An operator's changes to jobs: retry, cancel, complete by key, prune."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, NoReturn
+
+from conveyor import validation as check
+from conveyor.errors import DuplicateJob, InvalidArgument, InvalidTransition, JobNotFound
+from conveyor.job import ACTIVE_STATUSES, Job
+from conveyor.ops import Announce, Call, Count, Plan, Query, Values
+from conveyor.ops.defaults import Defaults, job_id
+from conveyor.retry import seconds
+
+
+def retry(job: Any) -> Call[Job]:
+    """A final job (failed, cancelled or completed) back to pending, attempts reset."""
+    jid = job_id(job)
+
+    def build(v: Values) -> Plan[Job]:
+        try:
+            rows = yield Query("reopen_job", {"id": jid})
+        except DuplicateJob:
+            raise InvalidTransition(
+                f"cannot retry job {jid}: another active job has its key"
+            ) from None
+        if not rows:
+            yield from refuse_status(jid, "retry", "completed, failed or cancelled")
+        yield Announce(queues=[rows[0]["queue"]])
+        return v.decode_job(rows[0])
+
+    return Call("retry", {"job_id": jid}, build)
+
+
+def cancel(job: Any) -> Call[Job]:
+    """A pending or running job to cancelled. A running task's later reports are refused."""
+    jid = job_id(job)
+
+    def build(v: Values) -> Plan[Job]:
+        rows = yield Query("cancel_job", {"id": jid})
+        if not rows:
+            yield from refuse_status(jid, "cancel", "pending or running")
+        yield Announce(finished=[jid])
+        return v.decode_job(rows[0])
+
+    return Call("cancel", {"job_id": jid}, build)
+
+
+def complete_by_key(d: Defaults, key: Any, *, queue: Any, result: Any) -> Call[int]:
+    """The work was done elsewhere: complete the active job(s) with this key."""
+    params = {
+        "key": check.name(key, "key", max_length=check.MAX_KEY_LENGTH),
+        "queue": check.name(queue, "queue"),
+        "result": check.encode_json(result, "result", max_bytes=d.max_payload_bytes),
+    }
+
+    def build(v: Values) -> Plan[int]:
+        rows = yield Query("complete_by_key", params)
+        yield Announce(finished=[r["id"] for r in rows])
+        return len(rows)
+
+    wire = {"key": params["key"], "queue": params["queue"], "result": result}
+    return Call("complete_by_key", wire, build)
+
+
+def prune(*, older_than: Any, statuses: Iterable[str]) -> Call[int]:
+    """Delete final jobs that finished more than ``older_than`` ago."""
+    older_than_s = seconds(older_than, "older_than")
+    wanted = check.statuses(statuses)
+    if not wanted or any(s in ACTIVE_STATUSES for s in wanted):
+        raise InvalidArgument(
+            "statuses: expected final statuses (completed, failed, cancelled), "
+            f"got {', '.join(str(s) for s in wanted) or 'none'}"
+        )
+    names = [str(s) for s in wanted]
+
+    def build(v: Values) -> Plan[int]:
+        params = {"statuses": v.json_param(names), "older_than_s": older_than_s}
+        removed: int = yield Count("prune_jobs", params)
+        return removed
+
+    return Call("prune", {"older_than": older_than_s, "statuses": names}, build)
+
+
+def refuse_status(job: int, verb: str, expected: str) -> Plan[NoReturn]:
+    rows = yield Query("get_job", {"id": job})
+    if not rows:
+        raise JobNotFound(f"cannot {verb} job {job}: it does not exist")
+    raise InvalidTransition(
+        f"cannot {verb} job {job}: expected status {expected}, found {rows[0]['status']}"
+    )

@@ -1,0 +1,51 @@
+"""Subscribers of finished jobs, taken under a lease by whoever tells them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from conveyor import validation as check
+from conveyor.job import Job
+from conveyor.ops import Call, Count, Plan, Query, Values
+from conveyor.ops.defaults import MAX_LIST, job_id
+from conveyor.retry import seconds
+
+
+def take_notifications(*, limit: Any, lease: Any) -> Call[list[tuple[Job, list[str]]]]:
+    """Up to ``limit`` subscribers of final jobs not yet told of the job's latest
+    finish, with their jobs, this caller's for ``lease``. Two takers never take the
+    same one; if ``mark_notified`` never comes (a crash), they are offered again."""
+    params = {
+        "limit": check.integer(limit, "limit", low=1, high=MAX_LIST),
+        "lease_s": seconds(lease, "lease", allow_zero=False),
+    }
+
+    def build(v: Values) -> Plan[list[tuple[Job, list[str]]]]:
+        taken = yield Query("take_notifications", params)
+        if not taken:
+            return []
+        ids = sorted({r["job_id"] for r in taken})
+        rows = yield Query("jobs_by_id", {"ids": v.json_param(ids)})
+        jobs = {r["id"]: v.decode_job(r) for r in rows}
+        found: dict[int, list[str]] = {}
+        for row in sorted(taken, key=lambda r: (r["job_id"], r["subscriber"])):
+            found.setdefault(row["job_id"], []).append(row["subscriber"])
+        return [(jobs[jid], who) for jid, who in found.items() if jid in jobs]
+
+    wire = {"limit": params["limit"], "lease": params["lease_s"]}
+    return Call("take_notifications", wire, build)
+
+
+def mark_notified(items: Sequence[tuple[int, str]]) -> Call[int]:
+    """Record that subscribers were told: ``(job_id, subscriber)`` pairs."""
+    batch = [{"job_id": job_id(j), "subscriber": check.name(who, "subscriber")}
+             for j, who in items]  # fmt: skip
+
+    def build(v: Values) -> Plan[int]:
+        if not batch:
+            return 0
+        marked: int = yield Count("mark_notified", {"items": v.json_param(batch)})
+        return marked
+
+    return Call("mark_notified", {"items": batch}, build)

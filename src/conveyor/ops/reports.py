@@ -1,0 +1,217 @@
+"""What the holder of a claim reports: completion, failure, heartbeats and progress.
+Every write names the claim, and changes nothing once that claim no longer holds the
+job (fencing)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, NoReturn
+
+from conveyor import validation as check
+from conveyor.errors import InvalidArgument, InvalidTransition, JobNotFound, StaleClaim
+from conveyor.job import ErrorKind, Job, Status
+from conveyor.ops import Announce, Call, Once, Plan, Query, Values
+from conveyor.ops.defaults import Defaults, claim_id, job_id
+from conveyor.retry import BackoffPolicy, seconds
+
+
+def complete(d: Defaults, job: Any, claim: Any, result: Any) -> Call[Job]:
+    item = _complete_item(d, job, claim, result)
+
+    def build(v: Values) -> Plan[Job]:
+        rows = yield Query("complete_jobs", {"items": v.json_param([item])})
+        if not rows:
+            yield from refuse(item["id"], item["claim_id"], "complete")
+        yield Announce(finished=[item["id"]])
+        return v.decode_job(rows[0])
+
+    return Call("complete", _wire(item, result=result), build)
+
+
+def complete_many(d: Defaults, items: Sequence[tuple[int, str, Any]]) -> Call[list[Job]]:
+    """Jobs whose claim no longer holds them are left out of the result."""
+    batch = [_complete_item(d, *item) for item in items]
+    wire = [_wire(i, result=r) for i, (_, _, r) in zip(batch, items, strict=True)]
+
+    def build(v: Values) -> Once[list[Job]]:
+        return Once(
+            Query("complete_jobs", {"items": v.json_param(batch)}),
+            lambda rows: [v.decode_job(r) for r in rows],
+            finished=tuple(i["id"] for i in batch),
+        )
+
+    return Call("complete_many", {"items": wire}, build)
+
+
+def _complete_item(d: Defaults, job: Any, claim: Any, result: Any) -> dict[str, Any]:
+    return {
+        "id": job_id(job),
+        "claim_id": claim_id(claim),
+        "result": check.encode_json(result, "result", max_bytes=d.max_payload_bytes),
+    }
+
+
+def fail(d: Defaults, job: Any, claim: Any, error: Any, *, retryable: Any, delay: Any) -> Call[Job]:
+    """Retryable with attempts left: back to pending after ``delay`` (default: the
+    backoff policy). Otherwise failed for good."""
+    item = _fail_item(job, claim, error, retryable, delay)
+
+    def build(v: Values) -> Plan[Job]:
+        rows = yield Query("get_job", {"id": item["id"]})
+        row = rows[0] if rows else None
+        if row is None or row["claim_id"] != item["claim_id"] or row["status"] != Status.RUNNING:
+            yield from refuse(item["id"], item["claim_id"], "fail")
+        assert row is not None
+        ready = _with_delay(item, d.backoff, row["attempts"])
+        rows = yield Query("fail_jobs", {"items": v.json_param([ready])})
+        if not rows:
+            yield from refuse(item["id"], item["claim_id"], "fail")
+        failed = v.decode_job(rows[0])
+        yield from _announce_outcome([failed])
+        return failed
+
+    return Call("fail", _fail_wire(item), build)
+
+
+def fail_many(d: Defaults, items: Sequence[tuple[int, str, str, bool, Any]]) -> Call[list[Job]]:
+    """A ``None`` delay uses the backoff policy for the job's attempt count. Jobs whose
+    claim no longer holds them are left out of the result."""
+    batch = [_fail_item(j, c, e, bool(r), delay) for j, c, e, r, delay in items]
+
+    def build(v: Values) -> Plan[list[Job]]:
+        ready = []
+        for item in batch:
+            attempts = 1
+            if item["delay_s"] is None:  # the backoff depends on the attempts made
+                rows = yield Query("get_job", {"id": item["id"]})
+                attempts = rows[0]["attempts"] if rows else 1
+            ready.append(_with_delay(item, d.backoff, attempts))
+        rows = yield Query("fail_jobs", {"items": v.json_param(ready)})
+        jobs = [v.decode_job(r) for r in rows]
+        yield from _announce_outcome(jobs)
+        return jobs
+
+    return Call("fail_many", {"items": [_fail_wire(i) for i in batch]}, build)
+
+
+def _fail_item(job: Any, claim: Any, error: Any, retryable: Any, delay: Any) -> dict[str, Any]:
+    if not isinstance(retryable, bool):
+        raise InvalidArgument(f"retryable: expected true or false, got {retryable!r}")
+    kind = ErrorKind.RETRYABLE if retryable else ErrorKind.TERMINAL
+    return {
+        "id": job_id(job),
+        "claim_id": claim_id(claim),
+        "error": check.text(error, "error"),
+        "error_kind": str(kind),
+        "retry": retryable,
+        "delay_s": None if delay is None else seconds(delay, "delay"),
+    }
+
+
+def _with_delay(item: dict[str, Any], backoff: BackoffPolicy, attempts: int) -> dict[str, Any]:
+    if item["delay_s"] is not None:
+        return item
+    return {**item, "delay_s": backoff.delay(attempts)}
+
+
+def _announce_outcome(jobs: Iterable[Job]) -> Plan[None]:
+    retried = [j.queue for j in jobs if j.status == Status.PENDING]
+    finished = [j.id for j in jobs if j.status != Status.PENDING]
+    yield Announce(queues=retried, finished=finished)
+
+
+def heartbeat(job: Any, claim: Any, *, extend: Any) -> Call[Job]:
+    """The lease now ends ``extend`` from now (default: the claim's lease length)."""
+    item: dict[str, Any] = {"id": job_id(job), "claim_id": claim_id(claim)}
+    extend_s = _extend(extend)
+
+    def build(v: Values) -> Plan[Job]:
+        params = {"items": v.json_param([item]), "extend_s": extend_s}
+        rows = yield Query("heartbeat_jobs", params)
+        if not rows:
+            yield from refuse(item["id"], item["claim_id"], "heartbeat")
+        return v.decode_job(rows[0])
+
+    return Call("heartbeat", {**_wire(item), "extend": extend_s}, build)
+
+
+def heartbeat_many(items: Sequence[tuple[int, str]], *, extend: Any) -> Call[list[Job]]:
+    """Renew many leases in one statement; returns the jobs still held."""
+    batch = [{"id": job_id(j), "claim_id": claim_id(c)} for j, c in items]
+    extend_s = _extend(extend)
+
+    def build(v: Values) -> Plan[list[Job]]:
+        params = {"items": v.json_param(batch), "extend_s": extend_s}
+        rows = yield Query("heartbeat_jobs", params)
+        return [v.decode_job(r) for r in rows]
+
+    wire = {"items": [_wire(i) for i in batch], "extend": extend_s}
+    return Call("heartbeat_many", wire, build)
+
+
+def _extend(extend: Any) -> float | None:
+    return None if extend is None else seconds(extend, "extend", allow_zero=False)
+
+
+def progress(
+    d: Defaults,
+    job: Any,
+    claim: Any,
+    *,
+    total: Any,
+    completed: Any,
+    failed: Any,
+    current: Any,
+    checkpoint: Any,
+    detail: Any,
+) -> Call[Job]:
+    """Absolute values (a replay changes nothing); ``None`` leaves a field as it was.
+    Also renews the lease."""
+    limit = d.max_payload_bytes
+    params: dict[str, Any] = {
+        "id": job_id(job),
+        "claim_id": claim_id(claim),
+        "total": check.optional_integer(total, "total"),
+        "completed": check.optional_integer(completed, "completed"),
+        "failed": check.optional_integer(failed, "failed"),
+        "current": check.encode_json(current, "current", max_bytes=limit),
+        "checkpoint": check.encode_json(checkpoint, "checkpoint", max_bytes=limit),
+        "detail": check.encode_json(detail, "detail", max_bytes=limit),
+    }
+    wire = {"job_id": params["id"], "claim_id": params["claim_id"], "total": total,
+            "completed": completed, "failed": failed, "current": current,
+            "checkpoint": checkpoint, "detail": detail}  # fmt: skip
+
+    def build(v: Values) -> Plan[Job]:
+        rows = yield Query("progress_job", params)
+        if not rows:
+            yield from refuse(params["id"], params["claim_id"], "report progress on")
+        return v.decode_job(rows[0])
+
+    return Call("progress", wire, build)
+
+
+def refuse(job: int, claim: str, verb: str) -> Plan[NoReturn]:
+    """A guarded write changed nothing: say why, precisely."""
+    rows = yield Query("get_job", {"id": job})
+    if not rows:
+        raise JobNotFound(f"cannot {verb} job {job}: it does not exist")
+    row = rows[0]
+    if row["claim_id"] != claim:
+        # Claim ids are secrets of their holders: the message names neither.
+        holder = " under another claim" if row["claim_id"] else ""
+        raise StaleClaim(
+            f"cannot {verb} job {job}: the claim given no longer holds it "
+            f"(the job is {row['status']}{holder})"
+        )
+    raise InvalidTransition(
+        f"cannot {verb} job {job}: expected status running, found {row['status']}"
+    )
+
+
+def _wire(item: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {"job_id": item["id"], "claim_id": item["claim_id"], **extra}
+
+
+def _fail_wire(item: dict[str, Any]) -> dict[str, Any]:
+    return _wire(item, error=item["error"], retryable=item["retry"], delay=item["delay_s"])
