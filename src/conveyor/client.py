@@ -1,4 +1,4 @@
-"""``RemoteQueue``: the ``Queue`` contract spoken to a ``conveyor serve`` server.
+"""``RemoteQueue``: the queue contract spoken to a ``conveyor serve`` server.
 
     from conveyor.client import RemoteQueue
     q = RemoteQueue("http://queue.internal:8000", token="…")
@@ -6,27 +6,26 @@
     …
     claim = q.claim("sync", limit=100, ack=claim.id)   # acknowledges the last batch
 
-Methods, arguments and return values are those of ``Queue``, and the server's error
-envelope becomes the same exceptions (``StaleClaim``, ``JobNotFound``, …). A server that
-cannot be reached, or whose database is down, raises ``DatabaseError``; a refused token
-raises ``ConfigurationError``. Nothing is retried behind the caller's back: a claim is
-not idempotent. Needs ``httpx`` (the ``server`` extra).
+It is a ``QueueAPI``: the same methods, arguments and checks as ``Queue`` (each call's
+arguments are checked here before anything is sent), and the server's error envelope
+becomes the same exceptions (``StaleClaim``, ``JobNotFound``, …). A server that cannot
+be reached, or whose database is down, raises ``DatabaseError``; a refused token raises
+``ConfigurationError``. Nothing is retried behind the caller's back: a claim is not
+idempotent. Needs ``httpx`` (the ``server`` extra).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import socket
 import time
-from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
-from typing import Any, NoReturn
+from collections.abc import Callable, Mapping
+from typing import Any, NoReturn, TypeVar
 from urllib.parse import quote
 
 import httpx
 
-from conveyor import validation as check
+from conveyor.codec import from_json, job_from_json, parse_time, to_json
+from conveyor.contract import QueueAPI
 from conveyor.errors import (
     ConfigurationError,
     ConveyorError,
@@ -37,10 +36,13 @@ from conveyor.errors import (
     JobNotFound,
     StaleClaim,
 )
-from conveyor.job import Claim, ErrorKind, Job, Progress, Stats, Status
-from conveyor.queue import DEFAULT_LEASE, Duration
+from conveyor.info import QueueSettings, ScheduleInfo, Throughput, WorkerInfo
+from conveyor.job import Claim, Job, Stats, Status
+from conveyor.ops import Call
+from conveyor.ops.defaults import Defaults, Duration
 from conveyor.retry import seconds
 
+T = TypeVar("T")
 # One long poll never outlasts the server's default bound (60 s); wait() chains them.
 _WAIT_SLICE = 30.0
 # Each error class names its own code: the server sends it, the client maps it back.
@@ -48,11 +50,10 @@ _ERRORS_BY_CODE: dict[str, type[ConveyorError]] = {
     cls.code: cls
     for cls in (JobNotFound, StaleClaim, InvalidTransition, DuplicateJob, DatabaseError)
 }
-_ENQUEUE_FIELDS = ("task", "payload", "queue", "key", "priority", "run_at", "max_attempts",
-                   "subscriber")  # fmt: skip
+Request = tuple[str, str, Any, Mapping[str, Any] | None]  # method, path, body, query
 
 
-class RemoteQueue:
+class RemoteQueue(QueueAPI):
     """A queue behind a conveyor HTTP server. ``http``: an ``httpx.Client`` of your own
     (its base URL and headers are used as they are; ``url`` and ``token`` are ignored)."""
 
@@ -67,239 +68,27 @@ class RemoteQueue:
     ) -> None:
         self.url = url.rstrip("/")
         self.timeout = timeout
-        self.worker_name = worker_name or f"{socket.gethostname()}:{os.getpid()}"
+        self.defaults = Defaults() if worker_name is None else Defaults(worker_name=worker_name)
         if http is None:
             headers = {"Authorization": f"Bearer {token}"} if token else {}
             http = httpx.Client(base_url=self.url, headers=headers, timeout=timeout)
         self._http = http
 
-    # -- lifecycle ------------------------------------------------------------------
     def close(self) -> None:
         self._http.close()
 
-    def __enter__(self) -> RemoteQueue:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def now(self) -> datetime:
-        """The database clock, as the server reads it."""
-        return _time(self._call("GET", "/healthz")["time"])
-
-    # -- enqueue --------------------------------------------------------------------
-    def enqueue(
-        self,
-        task: str,
-        payload: Any = None,
-        *,
-        queue: str = "default",
-        key: str | None = None,
-        priority: int = 0,
-        run_at: datetime | None = None,
-        max_attempts: int | None = None,
-        subscriber: str | None = None,
-        conn: Any = None,
-        on_active: str = "return",
-        cache_ttl: Duration | None = None,
-        on_failed: str = "new",
-    ) -> Job:
-        _no_conn(conn)
-        body = _item(task=task, payload=payload, queue=queue, key=key, priority=priority,
-                     run_at=run_at, max_attempts=max_attempts, subscriber=subscriber)  # fmt: skip
-        body["on_active"] = on_active
-        body["on_failed"] = on_failed
-        if cache_ttl is not None:
-            body["cache_ttl_seconds"] = seconds(cache_ttl, "cache_ttl")
-        data, status = self._call_with_status("POST", "/api/jobs", body)
-        return job_from_json(data, deduplicated=status == 200)
-
-    def enqueue_many(
-        self, items: Iterable[Mapping[str, Any]], *, queue: str = "default", conn: Any = None
-    ) -> list[Job]:
-        _no_conn(conn)
-        if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
-            raise InvalidArgument("items: expected a list of dicts")
-        jobs = []
-        for index, item in enumerate(items):
-            if not isinstance(item, Mapping):
-                raise InvalidArgument(f"items[{index}]: expected a dict, got {type(item).__name__}")
-            unknown = set(item) - set(_ENQUEUE_FIELDS)
-            if unknown:
-                raise InvalidArgument(
-                    f"items[{index}]: unknown field(s) {', '.join(sorted(unknown))}"
-                )
-            jobs.append(_item(**item))
-        if not jobs:
-            return []
-        data = self._call("POST", "/api/jobs/batch", {"jobs": jobs, "queue": queue})
-        return [job_from_json(j) for j in data["jobs"]]
-
-    # -- claim and report -----------------------------------------------------------
-    def claim(
-        self,
-        queue: str = "default",
-        *,
-        limit: int = 1,
-        lease: Duration = DEFAULT_LEASE,
-        worker: str | None = None,
-        ack: str | None = None,
-        count_remaining: bool = True,
-    ) -> Claim:
-        body = {"limit": limit, "lease_seconds": seconds(lease, "lease", allow_zero=False),
-                "worker": worker or self.worker_name, "ack": ack,
-                "count_remaining": count_remaining}  # fmt: skip
-        data = self._call("POST", f"/api/queues/{_segment(queue, 'queue')}/claim", body)
-        return Claim(
-            id=data["claim_id"],
-            queue=data["queue"],
-            jobs=[job_from_json(j) for j in data["jobs"]],
-            remaining=data["remaining"],
-            acked=data["acked"],
-        )
-
-    def complete(self, job_id: int, claim_id: str, result: Any = None) -> Job:
-        body = {"claim_id": claim_id, "result": result}
-        return job_from_json(self._call("POST", f"{_job_path(job_id)}/complete", body))
-
-    def complete_many(self, items: Sequence[tuple[int, str, Any]]) -> list[Job]:
-        batch = [{"job_id": j, "claim_id": c, "result": r} for j, c, r in items]
-        return self._batch("/api/batch/complete", {"items": batch}) if batch else []
-
-    def fail(
-        self,
-        job_id: int,
-        claim_id: str,
-        error: str,
-        *,
-        retryable: bool = True,
-        delay: Duration | None = None,
-    ) -> Job:
-        body = {"claim_id": claim_id, "error": error, "retryable": retryable,
-                "delay_seconds": None if delay is None else seconds(delay, "delay")}  # fmt: skip
-        return job_from_json(self._call("POST", f"{_job_path(job_id)}/fail", body))
-
-    def fail_many(self, items: Sequence[tuple[int, str, str, bool, Duration | None]]) -> list[Job]:
-        batch = [
-            {"job_id": j, "claim_id": c, "error": e, "retryable": r,
-             "delay_seconds": None if d is None else seconds(d, "delay")}
-            for j, c, e, r, d in items
-        ]  # fmt: skip
-        return self._batch("/api/batch/fail", {"items": batch}) if batch else []
-
-    def heartbeat(self, job_id: int, claim_id: str, *, extend: Duration | None = None) -> Job:
-        body = {"claim_id": claim_id, "extend_seconds": _extend(extend)}
-        return job_from_json(self._call("POST", f"{_job_path(job_id)}/heartbeat", body))
-
-    def heartbeat_many(
-        self, items: Sequence[tuple[int, str]], *, extend: Duration | None = None
-    ) -> list[Job]:
-        batch = [{"job_id": j, "claim_id": c} for j, c in items]
-        body = {"items": batch, "extend_seconds": _extend(extend)}
-        return self._batch("/api/batch/heartbeat", body) if batch else []
-
-    def progress(
-        self,
-        job_id: int,
-        claim_id: str,
-        *,
-        total: int | None = None,
-        completed: int | None = None,
-        failed: int | None = None,
-        current: Any = None,
-        checkpoint: Any = None,
-        detail: Any = None,
-    ) -> Job:
-        body = {"claim_id": claim_id, "total": total, "completed": completed, "failed": failed,
-                "current": current, "checkpoint": checkpoint, "detail": detail}  # fmt: skip
-        return job_from_json(self._call("POST", f"{_job_path(job_id)}/progress", body))
-
-    def take_notifications(
-        self, *, limit: int = 100, lease: Duration = 60.0
-    ) -> list[tuple[Job, list[str]]]:
-        body = {"limit": limit, "lease_seconds": seconds(lease, "lease", allow_zero=False)}
-        taken = self._call("POST", "/api/notifications/take", body)["notifications"]
-        return [(job_from_json(n["job"]), list(n["subscribers"])) for n in taken]
-
-    def mark_notified(self, items: Sequence[tuple[int, str]]) -> int:
-        batch = [{"job_id": j, "subscriber": who} for j, who in items]
-        if not batch:
-            return 0
-        return int(self._call("POST", "/api/notifications/mark", {"items": batch})["marked_count"])
-
-    # -- claims, admin --------------------------------------------------------------
-    def ack(self, claim_id: str) -> int:
-        path = f"/api/claims/{_segment(claim_id, 'claim_id')}/ack"
-        return int(self._call("POST", path)["acked_count"])
-
-    def release(self, claim_id: str) -> int:
-        path = f"/api/claims/{_segment(claim_id, 'claim_id')}"
-        return int(self._call("DELETE", path)["reset_count"])
-
-    def reset_claims(self, older_than: Duration) -> int:
-        minutes = seconds(older_than, "older_than") / 60
-        data = self._call("POST", "/api/claims/reset", params={"older_than_minutes": minutes})
-        return int(data["reset_count"])
-
-    def recover(self) -> int:
-        return int(self._call("POST", "/api/recover")["recovered_count"])
-
-    def retry(self, job_id: int) -> Job:
-        return job_from_json(self._call("POST", f"{_job_path(job_id)}/retry"))
-
-    def cancel(self, job_id: int) -> Job:
-        return job_from_json(self._call("POST", f"{_job_path(job_id)}/cancel"))
-
-    def complete_by_key(self, key: str, *, queue: str = "default", result: Any = None) -> int:
-        path = f"/api/queues/{_segment(queue, 'queue')}/complete-by-key"
-        return int(self._call("POST", path, {"key": key, "result": result})["completed_count"])
-
-    def prune(self, *, older_than: Duration, statuses: Iterable[str] = ("completed",)) -> int:
-        wanted = [str(s) for s in check.statuses(statuses)]
-        body = {"older_than_seconds": seconds(older_than, "older_than"), "statuses": wanted}
-        return int(self._call("POST", "/api/prune", body)["removed_count"])
-
-    # -- reading --------------------------------------------------------------------
-    def get(self, job_id: int) -> Job | None:
+    def _run(self, call: Call[T]) -> T:
+        if call.conn is not None:
+            raise InvalidArgument("conn: a remote queue cannot join a local database transaction")
+        method, path, body, query = request_for(call.op, call.args)
         try:
-            return job_from_json(self._call("GET", _job_path(job_id)))
+            data, status = self._send(method, path, body, query)
         except JobNotFound:
-            return None
-
-    def latest(self, key: str, *, queue: str = "default") -> Job | None:
-        try:
-            data = self._call("GET", "/api/jobs/latest", params={"key": key, "queue": queue})
-        except JobNotFound:
-            return None
-        return job_from_json(data)
-
-    def jobs(
-        self,
-        *,
-        queue: str | None = None,
-        status: str | None = None,
-        key: str | None = None,
-        limit: int = 100,
-        after: int | None = None,
-        newest_first: bool = False,
-    ) -> list[Job]:
-        params = {"queue": queue, "status": None if status is None else str(status), "key": key,
-                  "limit": limit, "after": after, "newest_first": newest_first}  # fmt: skip
-        data = self._call("GET", "/api/jobs", params=params)
-        return [job_from_json(j) for j in data["jobs"]]
-
-    def stats(self, queue: str | None = None) -> Stats:
-        return stats_from_json(self._call("GET", "/api/stats", params={"queue": queue}))
-
-    def queue_stats(self, queue: str | None = None) -> dict[str, Stats]:
-        data = self._call("GET", "/api/queues")["queues"]
-        result = {name: stats_from_json(s) for name, s in data.items()}
-        if queue is None:
-            return result
-        return {queue: result[queue]} if queue in result else {}
-
-    def subscribers(self, job_id: int) -> list[str]:
-        return list(self._call("GET", f"{_job_path(job_id)}/subscribers")["subscribers"])
+            if call.op in ("get", "latest"):  # "no such job" is their answer, not an error
+                return None  # type: ignore[return-value]
+            raise
+        result: T = _DECODE[call.op](data, status)
+        return result
 
     def wait(self, job_id: int, timeout: Duration | None = None, *, poll: float = 0.5) -> Job:
         """Block until the job is final, or ``timeout`` passes; returns the job as it is
@@ -310,42 +99,29 @@ class RemoteQueue:
         while True:
             left = _WAIT_SLICE if deadline is None else max(0.0, deadline - time.monotonic())
             slice_s = min(left, _WAIT_SLICE)
-            data = self._call("GET", path, params={"timeout": round(slice_s, 3)},
-                              timeout=self.timeout + slice_s)  # fmt: skip
+            data, _ = self._send(
+                "GET", path, None, {"timeout": round(slice_s, 3)}, timeout=self.timeout + slice_s
+            )
             job = job_from_json(data)
             if job.is_final or (deadline is not None and time.monotonic() >= deadline):
                 return job
 
     # -- transport ------------------------------------------------------------------
-    def _batch(self, path: str, body: dict[str, Any]) -> list[Job]:
-        return [job_from_json(j) for j in self._call("POST", path, body)["jobs"]]
-
-    def _call(
+    def _send(
         self,
         method: str,
         path: str,
-        body: Any = None,
+        body: Any,
+        query: Mapping[str, Any] | None,
         *,
-        params: Mapping[str, Any] | None = None,
-        timeout: float | None = None,
-    ) -> Any:
-        return self._call_with_status(method, path, body, params=params, timeout=timeout)[0]
-
-    def _call_with_status(
-        self,
-        method: str,
-        path: str,
-        body: Any = None,
-        *,
-        params: Mapping[str, Any] | None = None,
         timeout: float | None = None,
     ) -> tuple[Any, int]:
         content = None if body is None else _encode(body)
         headers = {"Content-Type": "application/json"} if content is not None else None
-        query = {k: _query_value(v) for k, v in (params or {}).items() if v is not None}
+        params = {k: _query_value(v) for k, v in (query or {}).items() if v is not None}
         try:
             response = self._http.request(
-                method, path, content=content, headers=headers, params=query,
+                method, path, content=content, headers=headers, params=params,
                 timeout=timeout if timeout is not None else httpx.USE_CLIENT_DEFAULT,
             )  # fmt: skip
         except httpx.TransportError as exc:
@@ -358,6 +134,222 @@ class RemoteQueue:
                     f"{method} {path}: the server answered {response.status_code} without JSON"
                 ) from None
         _raise_for(response, method, path)
+
+
+def request_for(op: str, a: Mapping[str, Any]) -> Request:
+    """The HTTP request that carries out operation ``op`` with checked arguments ``a``."""
+    if op == "enqueue":
+        body = _item(a) | {k: a[k] for k in ("on_active", "on_failed", "on_completed")}
+        if a["cache_ttl"] is not None:
+            body["cache_ttl_seconds"] = a["cache_ttl"]
+        return "POST", "/api/jobs", body, None
+    if op in ("enqueue_many", "enqueue_ids"):
+        body = {"jobs": [_item(i) for i in a["items"]], "queue": a["queue"]}
+        if op == "enqueue_ids":
+            body["ids_only"] = True
+        return "POST", "/api/jobs/batch", body, None
+    if op == "claim":
+        body = {"limit": a["limit"], "lease_seconds": a["lease"], "worker": a["worker"],
+                "ack": a["ack"], "count_remaining": a["count_remaining"]}  # fmt: skip
+        return "POST", f"/api/queues/{_segment(a['queue'], 'queue')}/claim", body, None
+    if op == "claim_job":
+        body = {"lease_seconds": a["lease"], "worker": a["worker"]}
+        return "POST", f"{_job_path(a['job_id'])}/claim", body, None
+    if op in ("complete", "fail", "heartbeat", "progress", "snooze"):
+        return "POST", f"{_job_path(a['job_id'])}/{op}", _report_body(op, a), None
+    if op in ("complete_many", "fail_many", "heartbeat_many", "renew"):
+        kind = {"complete_many": "complete", "fail_many": "fail"}.get(op, "heartbeat")
+        body = {"items": [_report_body(kind, i) | {"job_id": i["job_id"]} for i in a["items"]]}
+        if "extend" in a:
+            body["extend_seconds"] = a["extend"]
+        path = "/api/batch/renew" if op == "renew" else f"/api/batch/{kind}"
+        return "POST", path, body, None
+    if op == "report":
+        body = {
+            kind: [_report_body(one, i) | {"job_id": i["job_id"]} for i in a[kind]]
+            for kind, one in (("completed", "complete"), ("failed", "fail"),
+                              ("snoozed", "snooze"))
+        }  # fmt: skip
+        return "POST", "/api/batch/report", body, None
+    if op == "ack":
+        return "POST", f"/api/claims/{_segment(a['claim_id'], 'claim_id')}/ack", None, None
+    if op == "release":
+        path = f"/api/claims/{_segment(a['claim_id'], 'claim_id')}"
+        return "DELETE", path, None, {"queue": _names(a["queue"])}
+    if op == "release_job":
+        return "POST", f"{_job_path(a['job_id'])}/release", None, None
+    if op == "reset_claims":
+        query = {"older_than_minutes": a["older_than"] / 60, "queue": _names(a["queue"])}
+        return "POST", "/api/claims/reset", None, query
+    if op == "recover":
+        return "POST", "/api/recover", None, {"queue": _names(a["queue"])}
+    if op in ("retry", "cancel"):
+        return "POST", f"{_job_path(a['job_id'])}/{op}", None, None
+    if op == "complete_by_key":
+        body = {"key": a["key"], "result": a["result"], "include_failed": a["include_failed"]}
+        return "POST", f"/api/queues/{_segment(a['queue'], 'queue')}/complete-by-key", body, None
+    if op == "prune":
+        body = {"older_than_seconds": a["older_than"], "statuses": a["statuses"]}
+        return "POST", "/api/prune", body, None
+    if op in ("pause", "resume"):
+        return "POST", f"/api/queues/{_segment(a['queue'], 'queue')}/{op}", None, None
+    if op == "set_limits":
+        body = {k: to_json(a[k]) for k in ("max_running", "group_max_running", "rate",
+                                           "group_rate")}  # fmt: skip
+        return "PUT", f"/api/queues/{_segment(a['queue'], 'queue')}/limits", body, None
+    if op == "queue_settings":
+        return "GET", "/api/queues/settings", None, {"queue": a["queue"]}
+    if op == "now":
+        return "GET", "/healthz", None, None
+    if op == "get":
+        return "GET", _job_path(a["job_id"]), None, None
+    if op == "latest":
+        return "GET", "/api/jobs/latest", None, dict(a)
+    if op == "jobs":
+        query = {**a, "include": "payload,result"}  # a client reads whole jobs
+        return "GET", "/api/jobs", None, query
+    if op in ("dependents", "subscribers"):
+        return "GET", f"{_job_path(a['job_id'])}/{op}", None, None
+    if op == "queue_stats":
+        return "GET", "/api/queues", None, None
+    if op == "fold_counts":
+        return "POST", "/api/counts/fold", None, None
+    if op == "throughput":
+        return "GET", "/api/throughput", None, dict(a)
+    if op == "worker_seen":
+        body = {k: a[k] for k in ("host", "pid", "queues", "concurrency", "version", "running")}
+        body["ttl_seconds"] = a["ttl_s"]
+        return "PUT", f"/api/workers/{_segment(a['name'], 'worker')}", body, None
+    if op == "worker_stopped":
+        return "DELETE", f"/api/workers/{_segment(a['name'], 'worker')}", None, None
+    if op == "workers":
+        return "GET", "/api/workers", None, None
+    if op == "forget_workers":
+        return "DELETE", "/api/workers", None, {"expired_for_seconds": a["older_than"]}
+    if op == "save_schedule":
+        body = {k: to_json(a[k]) for k in ("task", "queue", "spec", "first_slot", "next_slot")}
+        return "PUT", f"/api/schedules/{_segment(a['name'], 'schedule')}", body, None
+    if op == "run_schedule_slot":
+        body = _item(a) | {"slot": to_json(a["slot"]), "next_slot": to_json(a["next_slot"])}
+        return "POST", f"/api/schedules/{_segment(a['name'], 'schedule')}/run", body, None
+    if op == "schedules":
+        return "GET", "/api/schedules", None, None
+    if op == "take_notifications":
+        body = {"limit": a["limit"], "lease_seconds": a["lease"]}
+        return "POST", "/api/notifications/take", body, None
+    if op == "mark_notified":
+        return "POST", "/api/notifications/mark", {"items": a["items"]}, None
+    if op == "retry_notifications":
+        body = {"items": a["items"], "error": a["error"], "base_seconds": a["base_s"],
+                "cap_seconds": a["cap_s"], "max_attempts": a["max_attempts"]}  # fmt: skip
+        return "POST", "/api/notifications/retry", body, None
+    raise ConfigurationError(f"a remote queue cannot run {op!r}")
+
+
+def _report_body(op: str, a: Mapping[str, Any]) -> dict[str, Any]:
+    body: dict[str, Any] = {"claim_id": a["claim_id"]}
+    if op == "complete":
+        body["result"] = a["result"]
+    elif op == "fail":
+        body.update(error=a["error"], retryable=a["retryable"], delay_seconds=a["delay"])
+    elif op == "snooze":
+        body["delay_seconds"] = a["delay"]
+    elif op == "progress":
+        body.update({k: a[k] for k in ("total", "completed", "failed", "current",
+                                       "checkpoint", "detail")})  # fmt: skip
+    elif op == "heartbeat" and "extend" in a:
+        body["extend_seconds"] = a["extend"]
+    return body
+
+
+def _item(a: Mapping[str, Any]) -> dict[str, Any]:
+    """An enqueue item in its wire form: defaults left out, times as ISO 8601."""
+    fields = ("task", "payload", "queue", "key", "priority", "run_at", "max_attempts",
+              "subscriber", "group", "after")  # fmt: skip
+    out = {k: to_json(a[k]) for k in fields if a.get(k) is not None}
+    if a.get("on_dependency_failure", "cancel") != "cancel":
+        out["on_dependency_failure"] = a["on_dependency_failure"]
+    return out
+
+
+def _jobs(data: Any, status: int) -> list[Job]:
+    return [job_from_json(j) for j in data["jobs"]]
+
+
+def _job(data: Any, status: int) -> Job:
+    return job_from_json(data)
+
+
+def _count(key: str) -> Callable[[Any, int], int]:
+    return lambda data, status: int(data[key])
+
+
+def _claim(data: Any, status: int) -> Claim:
+    return Claim(
+        id=data["claim_id"],
+        queue=data["queue"],
+        jobs=[job_from_json(j) for j in data["jobs"]],
+        remaining=data.get("remaining"),
+        acked=data.get("acked", 0),
+    )
+
+
+_DECODE: dict[str, Callable[[Any, int], Any]] = {
+    "enqueue": lambda data, status: job_from_json(data, deduplicated=status == 200),
+    "enqueue_many": _jobs,
+    "enqueue_ids": lambda data, status: [int(i) for i in data["ids"]],
+    "claim": _claim,
+    "claim_job": _claim,
+    "complete": _job,
+    "fail": _job,
+    "heartbeat": _job,
+    "progress": _job,
+    "snooze": _job,
+    "complete_many": _jobs,
+    "fail_many": _jobs,
+    "heartbeat_many": _jobs,
+    "renew": lambda data, status: {int(i) for i in data["ids"]},
+    "report": lambda data, status: {int(k): Status(v) for k, v in data["written"].items()},
+    "ack": _count("acked_count"),
+    "release": _count("reset_count"),
+    "release_job": _job,
+    "reset_claims": _count("reset_count"),
+    "recover": _count("recovered_count"),
+    "retry": _job,
+    "cancel": _job,
+    "complete_by_key": _count("completed_count"),
+    "prune": _count("removed_count"),
+    "pause": lambda data, status: from_json(QueueSettings, data),
+    "resume": lambda data, status: from_json(QueueSettings, data),
+    "set_limits": lambda data, status: from_json(QueueSettings, data),
+    "queue_settings": lambda data, status: {
+        name: from_json(QueueSettings, s) for name, s in data["queues"].items()
+    },
+    "now": lambda data, status: parse_time(data["time"]),
+    "get": _job,
+    "latest": _job,
+    "jobs": _jobs,
+    "dependents": lambda data, status: [int(i) for i in data["dependents"]],
+    "subscribers": lambda data, status: list(data["subscribers"]),
+    "queue_stats": lambda data, status: (
+        {name: from_json(Stats, s) for name, s in data["queues"].items()},
+        False,  # the server folds its own counts
+    ),
+    "fold_counts": _count("folded_count"),
+    "throughput": lambda data, status: [from_json(Throughput, p) for p in data["minutes"]],
+    "worker_seen": lambda data, status: None,
+    "worker_stopped": lambda data, status: None,
+    "workers": lambda data, status: [from_json(WorkerInfo, w) for w in data["workers"]],
+    "forget_workers": _count("removed_count"),
+    "save_schedule": lambda data, status: from_json(ScheduleInfo, data),
+    "run_schedule_slot": lambda data, status: None if data["job"] is None else _job(data["job"], 0),
+    "schedules": lambda data, status: [from_json(ScheduleInfo, s) for s in data["schedules"]],
+    "take_notifications": lambda data, status: [
+        (job_from_json(n["job"]), list(n["subscribers"])) for n in data["notifications"]
+    ],
+    "mark_notified": _count("marked_count"),
+    "retry_notifications": _count("retried_count"),
+}
 
 
 def _raise_for(response: httpx.Response, method: str, path: str) -> NoReturn:
@@ -381,7 +373,6 @@ def _raise_for(response: httpx.Response, method: str, path: str) -> NoReturn:
     raise ConveyorError(f"{method} {path}: HTTP {status}: {message}")
 
 
-# -- encoding ---------------------------------------------------------------------------
 def _encode(body: Any) -> bytes:
     try:
         text = json.dumps(body, allow_nan=False, ensure_ascii=False, separators=(",", ":"))
@@ -390,30 +381,20 @@ def _encode(body: Any) -> bytes:
     return text.encode("utf-8", "surrogatepass")
 
 
-def _item(**fields: Any) -> dict[str, Any]:
-    """An enqueue item in its wire form: defaults left out, run_at as ISO 8601."""
-    out = {k: v for k, v in fields.items() if v is not None}
-    if "run_at" in out:
-        out["run_at"] = check.timestamp(out["run_at"], "run_at").isoformat()  # type: ignore[union-attr]
-    return out
+def _names(queues: tuple[str, ...] | None) -> str | None:
+    if queues is None:
+        return None
+    for name in queues:
+        if "," in name:
+            raise InvalidArgument(f"queue: a remote queue cannot send a ',' in a name: {name!r}")
+    return ",".join(queues)
 
 
-def _extend(extend: Duration | None) -> float | None:
-    return None if extend is None else seconds(extend, "extend", allow_zero=False)
+def _job_path(job_id: int) -> str:
+    return f"/api/jobs/{job_id}"
 
 
-def _no_conn(conn: Any) -> None:
-    if conn is not None:
-        raise InvalidArgument("conn: a remote queue cannot join a local database transaction")
-
-
-def _job_path(job_id: Any) -> str:
-    return f"/api/jobs/{check.integer(job_id, 'job_id', low=1, high=2**63 - 1)}"
-
-
-def _segment(value: Any, what: str) -> str:
-    if not isinstance(value, str) or not value:
-        raise InvalidArgument(f"{what}: expected a non-empty string, got {value!r}")
+def _segment(value: str, what: str) -> str:
     if "/" in value:  # servers decode %2F before routing, so it cannot travel in a path
         raise InvalidArgument(f"{what}: a remote queue cannot send a '/' here, got {value!r}")
     return quote(value, safe="")
@@ -424,50 +405,7 @@ def _query_value(value: Any) -> str | int | float:
         return "true" if value else "false"
     if isinstance(value, (int, float)):
         return value
-    return str(value)
+    return str(to_json(value))
 
 
-# -- decoding ---------------------------------------------------------------------------
-def _time(value: Any) -> datetime:
-    return datetime.fromisoformat(value)
-
-
-def _maybe_time(value: Any) -> datetime | None:
-    return None if value is None else _time(value)
-
-
-def job_from_json(data: Mapping[str, Any], *, deduplicated: bool | None = None) -> Job:
-    """A ``Job`` from its JSON form (``Job.to_dict()`` or the API's job object)."""
-    kind = data.get("error_kind")
-    return Job(
-        id=data["id"],
-        queue=data["queue"],
-        task=data["task"],
-        payload=data["payload"],
-        key=data["key"],
-        status=Status(data["status"]),
-        priority=data["priority"],
-        run_at=_time(data["run_at"]),
-        attempts=data["attempts"],
-        max_attempts=data["max_attempts"],
-        claim_id=data["claim_id"],
-        claimed_at=_maybe_time(data["claimed_at"]),
-        lease_expires_at=_maybe_time(data["lease_expires_at"]),
-        heartbeat_at=_maybe_time(data["heartbeat_at"]),
-        worker=data["worker"],
-        progress=Progress(**data["progress"]),
-        result=data["result"],
-        error=data["error"],
-        error_kind=ErrorKind(kind) if kind else None,
-        created_at=_time(data["created_at"]),
-        started_at=_maybe_time(data["started_at"]),
-        finished_at=_maybe_time(data["finished_at"]),
-        updated_at=_time(data["updated_at"]),
-        deduplicated=bool(data.get("deduplicated")) if deduplicated is None else deduplicated,
-    )
-
-
-def stats_from_json(data: Mapping[str, Any]) -> Stats:
-    fields = {k: data[k] for k in Stats.__dataclass_fields__ if k in data}
-    fields["oldest_pending_at"] = _maybe_time(fields.get("oldest_pending_at"))
-    return Stats(**fields)
+__all__ = ["RemoteQueue", "job_from_json"]

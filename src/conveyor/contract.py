@@ -15,10 +15,21 @@ from datetime import datetime
 from typing import Any, Self, TypeVar
 
 from conveyor.errors import JobNotFound
-from conveyor.job import Claim, Job, Stats, sum_stats
-from conveyor.ops import Call, admin, claims, enqueue, notifications, reading, reports
+from conveyor.info import QueueSettings, Rate, ScheduleInfo, Throughput, WorkerInfo
+from conveyor.job import Claim, Job, Stats, Status, sum_stats
+from conveyor.ops import (
+    Call,
+    admin,
+    claims,
+    enqueue,
+    flow,
+    notifications,
+    reading,
+    registry,
+    reports,
+)
 from conveyor.ops.defaults import DEFAULT_LEASE, Defaults, Duration
-from conveyor.ops.enqueue import OnActive, OnFailed
+from conveyor.ops.enqueue import OnActive, OnCompleted, OnDependencyFailure, OnFailed
 from conveyor.retry import BackoffPolicy, seconds
 
 T = TypeVar("T")
@@ -79,26 +90,25 @@ class QueueAPI(ABC):
         on_active: OnActive = "return",
         cache_ttl: Duration | None = None,
         on_failed: OnFailed = "new",
+        on_completed: OnCompleted = "new",
+        group: str | None = None,
+        after: Iterable[int] | None = None,
+        on_dependency_failure: OnDependencyFailure = "cancel",
     ) -> Job:
         """Add a job; with a ``key``, apply the dedupe policy (see ``Dedupe``).
-        ``conn``: the caller's open connection, so the job commits with their work."""
+        ``conn``: the caller's open connection, so the job commits with their work.
+        ``group``: its concurrency group. ``after``: ids of jobs it runs after (once
+        they completed; when one fails or is cancelled this job is cancelled, unless
+        ``on_dependency_failure="run"``)."""
         return self._run(
             enqueue.enqueue(
-                self.defaults,
-                task,
-                payload,
-                queue=queue,
-                key=key,
-                priority=priority,
-                run_at=run_at,
-                max_attempts=max_attempts,
-                subscriber=subscriber,
-                conn=conn,
-                on_active=on_active,
-                cache_ttl=cache_ttl,
-                on_failed=on_failed,
+                self.defaults, task, payload, queue=queue, key=key, priority=priority,
+                run_at=run_at, max_attempts=max_attempts, subscriber=subscriber, conn=conn,
+                on_active=on_active, cache_ttl=cache_ttl, on_failed=on_failed,
+                on_completed=on_completed, group=group, after=after,
+                on_dependency_failure=on_dependency_failure,
             )
-        )
+        )  # fmt: skip
 
     def enqueue_many(
         self, items: Iterable[Mapping[str, Any]], *, queue: str = "default", conn: Any = None
@@ -106,6 +116,13 @@ class QueueAPI(ABC):
         """Add many jobs in one transaction. Each item is a dict with the keyword names
         of ``enqueue``; every item is checked before anything is written."""
         return self._run(enqueue.enqueue_many(self.defaults, items, queue=queue, conn=conn))
+
+    def enqueue_ids(
+        self, items: Iterable[Mapping[str, Any]], *, queue: str = "default", conn: Any = None
+    ) -> list[int]:
+        """Like ``enqueue_many`` for large loads of jobs without keys, subscribers or
+        dependencies: returns only the new ids."""
+        return self._run(enqueue.enqueue_ids(self.defaults, items, queue=queue, conn=conn))
 
     # -- claim and report -----------------------------------------------------------
     def claim(
@@ -119,23 +136,28 @@ class QueueAPI(ABC):
         count_remaining: bool = True,
     ) -> Claim:
         """Claim up to ``limit`` claimable jobs, by priority then FIFO, under one new
-        claim id. ``ack``: a previous claim id whose running jobs are completed first, in
-        the same transaction. ``count_remaining=False`` skips counting the backlog."""
+        claim id, within the queue's flow control. ``ack``: a previous claim id whose
+        running jobs are completed first, in the same transaction. ``remaining`` counts
+        the jobs still claimable (``count_remaining=False`` skips it)."""
         return self._run(
             claims.claim(
-                self.defaults,
-                queue,
-                limit=limit,
-                lease=lease,
-                worker=worker,
-                ack=ack,
+                self.defaults, queue, limit=limit, lease=lease, worker=worker, ack=ack,
                 count_remaining=count_remaining,
             )
-        )
+        )  # fmt: skip
+
+    def claim_job(
+        self, job_id: int, *, lease: Duration = DEFAULT_LEASE, worker: str | None = None
+    ) -> Claim:
+        """Claim one job by id, if it is pending with its dependencies met (else
+        ``InvalidTransition``). The caller chose it: the queue's pause and limits do not
+        apply."""
+        return self._run(claims.claim_job(self.defaults, job_id, lease=lease, worker=worker))
 
     def complete(self, job_id: int, claim_id: str, result: Any = None) -> Job:
-        """Mark a running job completed, storing ``result``. Raises ``StaleClaim`` when
-        the claim no longer holds the job."""
+        """Mark a running job completed, storing ``result`` (its ``error`` is cleared;
+        ``errors`` keeps the history). Raises ``StaleClaim`` when the claim no longer
+        holds the job."""
         return self._run(reports.complete(self.defaults, job_id, claim_id, result))
 
     def complete_many(self, items: Sequence[tuple[int, str, Any]]) -> list[Job]:
@@ -168,6 +190,28 @@ class QueueAPI(ABC):
             return []
         return self._run(reports.fail_many(self.defaults, items))
 
+    def snooze(self, job_id: int, claim_id: str, delay: Duration) -> Job:
+        """Put a running job back to pending for ``delay`` without spending an attempt:
+        waiting on something is not a failure."""
+        return self._run(reports.snooze(job_id, claim_id, delay))
+
+    def report(
+        self,
+        *,
+        completed: Sequence[tuple[int, str, Any]] = (),
+        failed: Sequence[tuple[int, str, str, bool, Duration | None]] = (),
+        snoozed: Sequence[tuple[int, str, Duration]] = (),
+    ) -> dict[int, Status]:
+        """Write the endings of many runs in one transaction: ``completed`` as for
+        ``complete_many``, ``failed`` as for ``fail_many``, ``snoozed`` as
+        ``(job_id, claim_id, delay)``. Returns the new status of each job written; a job
+        left out was refused (its claim no longer holds it)."""
+        if not (completed or failed or snoozed):
+            return {}
+        return self._run(
+            reports.report(self.defaults, completed=completed, failed=failed, snoozed=snoozed)
+        )
+
     def heartbeat(self, job_id: int, claim_id: str, *, extend: Duration | None = None) -> Job:
         """Prove the claim is alive: the lease now ends ``extend`` from now (default: the
         claim's lease length)."""
@@ -180,6 +224,14 @@ class QueueAPI(ABC):
         if not items:
             return []
         return self._run(reports.heartbeat_many(items, extend=extend))
+
+    def renew(
+        self, items: Sequence[tuple[int, str]], *, extend: Duration | None = None
+    ) -> set[int]:
+        """Like ``heartbeat_many``, returning only the ids of the jobs still held."""
+        if not items:
+            return set()
+        return self._run(reports.renew(items, extend=extend))
 
     def progress(
         self,
@@ -197,35 +249,36 @@ class QueueAPI(ABC):
         a field as it was. Also renews the lease."""
         return self._run(
             reports.progress(
-                self.defaults,
-                job_id,
-                claim_id,
-                total=total,
-                completed=completed,
-                failed=failed,
-                current=current,
-                checkpoint=checkpoint,
-                detail=detail,
+                self.defaults, job_id, claim_id, total=total, completed=completed,
+                failed=failed, current=current, checkpoint=checkpoint, detail=detail,
             )
-        )
+        )  # fmt: skip
 
     # -- claims, admin --------------------------------------------------------------
     def ack(self, claim_id: str) -> int:
         """Complete every running job of a claim; returns how many."""
         return self._run(claims.ack(claim_id))
 
-    def release(self, claim_id: str) -> int:
-        """Put a claim's running jobs back to pending (an admin reset); returns how many."""
-        return self._run(claims.release(claim_id))
+    def release(self, claim_id: str, *, queue: str | Sequence[str] | None = None) -> int:
+        """Put a claim's running jobs (of ``queue``, when given) back to pending (an
+        admin reset); returns how many."""
+        return self._run(claims.release(claim_id, queue=queue))
 
-    def reset_claims(self, older_than: Duration) -> int:
-        """Put back to pending every running job claimed more than ``older_than`` ago."""
-        return self._run(claims.reset_claims(older_than))
+    def release_job(self, job_id: int) -> Job:
+        """Put one running job back to pending, whoever holds it (an admin reset)."""
+        return self._run(claims.release_job(job_id))
 
-    def recover(self) -> int:
-        """Running jobs whose lease expired go back to pending, or to failed when their
-        attempts are spent. Returns how many jobs were recovered."""
-        return self._run(claims.recover())
+    def reset_claims(
+        self, older_than: Duration, *, queue: str | Sequence[str] | None = None
+    ) -> int:
+        """Put back to pending every running job (of ``queue``) claimed more than
+        ``older_than`` ago."""
+        return self._run(claims.reset_claims(older_than, queue=queue))
+
+    def recover(self, *, queue: str | Sequence[str] | None = None) -> int:
+        """Running jobs (of ``queue``) whose lease expired go back to pending, or to
+        failed when their attempts are spent. Returns how many were recovered."""
+        return self._run(claims.recover(queue=queue))
 
     def retry(self, job_id: int) -> Job:
         """A final job (failed, cancelled or completed) back to pending, attempts reset."""
@@ -235,21 +288,66 @@ class QueueAPI(ABC):
         """Cancel a pending or running job. A running task's later reports are refused."""
         return self._run(admin.cancel(job_id))
 
-    def complete_by_key(self, key: str, *, queue: str = "default", result: Any = None) -> int:
-        """The work was done elsewhere: complete the active job(s) with this key."""
-        return self._run(admin.complete_by_key(self.defaults, key, queue=queue, result=result))
+    def complete_by_key(
+        self,
+        key: str,
+        *,
+        queue: str = "default",
+        result: Any = None,
+        include_failed: bool = False,
+    ) -> int:
+        """The work was done elsewhere: complete the active job(s) with this key, and
+        with ``include_failed`` a failed one too (reconciliation)."""
+        return self._run(
+            admin.complete_by_key(
+                self.defaults, key, queue=queue, result=result, include_failed=include_failed
+            )
+        )
 
     def prune(self, *, older_than: Duration, statuses: Iterable[str] = ("completed",)) -> int:
         """Delete final jobs that finished more than ``older_than`` ago."""
         return self._run(admin.prune(older_than=older_than, statuses=statuses))
 
+    # -- flow control -------------------------------------------------------------------
+    def pause(self, queue: str) -> QueueSettings:
+        """Stop every worker claiming from ``queue`` (at their next claim); running
+        jobs finish. Kept in the database until ``resume``."""
+        return self._run(flow.pause(queue))
+
+    def resume(self, queue: str) -> QueueSettings:
+        return self._run(flow.resume(queue))
+
+    def set_limits(
+        self,
+        queue: str,
+        *,
+        max_running: int | None = None,
+        group_max_running: int | None = None,
+        rate: Rate | str | None = None,
+        group_rate: Rate | str | None = None,
+    ) -> QueueSettings:
+        """Replace the queue's limits (``None`` removes one): jobs running at once on all
+        workers together, the same per group, and starts per window (``Rate(10,
+        per=timedelta(seconds=1))`` or ``"10/1s"``) for the queue and per group."""
+        return self._run(
+            flow.set_limits(
+                queue, max_running=max_running, group_max_running=group_max_running,
+                rate=rate, group_rate=group_rate,
+            )
+        )  # fmt: skip
+
+    def queue_settings(self, queue: str | None = None) -> dict[str, QueueSettings]:
+        """The flow control of every queue that has some (or of ``queue``)."""
+        return self._run(flow.queue_settings(queue))
+
     # -- reading --------------------------------------------------------------------
     def get(self, job_id: int) -> Job | None:
+        """The job, or ``None``. A running job whose lease expired is recovered first."""
         return self._run(reading.get(job_id))
 
-    def latest(self, key: str, *, queue: str = "default") -> Job | None:
-        """The newest job with this key, whatever its state."""
-        return self._run(reading.latest(key, queue=queue))
+    def latest(self, key: str, *, queue: str = "default", task: str | None = None) -> Job | None:
+        """The newest job with this key (and task), whatever its state."""
+        return self._run(reading.latest(key, queue=queue, task=task))
 
     def jobs(
         self,
@@ -257,22 +355,26 @@ class QueueAPI(ABC):
         queue: str | None = None,
         status: str | None = None,
         key: str | None = None,
+        task: str | None = None,
         limit: int = 100,
         after: int | None = None,
         newest_first: bool = False,
+        created_after: datetime | None = None,
+        created_before: datetime | None = None,
     ) -> list[Job]:
         """Jobs in id order, ``limit`` at a time; page with ``after`` = the last id seen.
         ``newest_first``: descending order, where ``after`` means ids below it."""
         return self._run(
             reading.jobs(
-                queue=queue,
-                status=status,
-                key=key,
-                limit=limit,
-                after=after,
-                newest_first=newest_first,
+                queue=queue, status=status, key=key, task=task, limit=limit, after=after,
+                newest_first=newest_first, created_after=created_after,
+                created_before=created_before,
             )
-        )
+        )  # fmt: skip
+
+    def dependents(self, job_id: int) -> list[int]:
+        """The ids of the jobs that run after this one."""
+        return self._run(reading.dependents(job_id))
 
     def stats(self, queue: str | None = None) -> Stats:
         """Counts per status (of one queue, or all), and the oldest pending job's age."""
@@ -284,10 +386,99 @@ class QueueAPI(ABC):
     def queue_stats(self, queue: str | None = None) -> dict[str, Stats]:
         """``{queue: Stats}`` for every queue with jobs (or just ``queue``); ``stats()``
         gives the total."""
-        return self._run(reading.queue_stats(queue))
+        per_queue, fold = self._run(reading.queue_stats(queue))
+        if fold:  # counts kept as deltas piled up: fold them so reads stay cheap
+            self.fold_counts()
+        return per_queue
+
+    def fold_counts(self) -> int:
+        """Move the job counts' pending changes into the counts (PostgreSQL keeps them
+        apart so concurrent writers never wait on a shared counter; workers fold them
+        as part of their upkeep). Returns how many changes were folded."""
+        return self._run(reading.fold_counts())
+
+    def throughput(self, *, queue: str | None = None, minutes: int = 60) -> list[Throughput]:
+        """Jobs completed and failed per minute over the last ``minutes``."""
+        return self._run(reading.throughput(queue=queue, minutes=minutes))
 
     def subscribers(self, job_id: int) -> list[str]:
         return self._run(reading.subscribers(job_id))
+
+    # -- workers and schedules ------------------------------------------------------------
+    def worker_seen(
+        self,
+        name: str,
+        *,
+        host: str,
+        pid: int,
+        queues: Sequence[str],
+        concurrency: int,
+        version: str,
+        running: int,
+        ttl: Duration,
+    ) -> None:
+        """Register a worker or refresh its entry; it counts as alive for ``ttl``."""
+        self._run(
+            registry.worker_seen(
+                name=name, host=host, pid=pid, queues=queues, concurrency=concurrency,
+                version=version, running=running, ttl=ttl,
+            )
+        )  # fmt: skip
+
+    def worker_stopped(self, name: str) -> None:
+        """Remove a worker's entry (a clean stop)."""
+        self._run(registry.worker_stopped(name))
+
+    def workers(self) -> list[WorkerInfo]:
+        """Every registered worker whose entry has not expired, idle ones too."""
+        return self._run(registry.workers())
+
+    def forget_workers(self, older_than: Duration) -> int:
+        """Delete entries of workers presumed dead for longer than ``older_than``."""
+        return self._run(registry.forget_workers(older_than))
+
+    def save_schedule(
+        self,
+        name: str,
+        *,
+        task: str,
+        queue: str,
+        spec: str,
+        first_slot: datetime | None,
+        next_slot: datetime | None,
+    ) -> ScheduleInfo:
+        """Declare a periodic schedule (a new one is owed no slot before ``first_slot``)."""
+        return self._run(
+            registry.save_schedule(
+                name=name, task=task, queue=queue, spec=spec, first_slot=first_slot,
+                next_slot=next_slot,
+            )
+        )  # fmt: skip
+
+    def run_schedule_slot(
+        self,
+        name: str,
+        *,
+        slot: datetime,
+        next_slot: datetime | None,
+        task: str,
+        payload: Any = None,
+        queue: str = "default",
+        priority: int = 0,
+        max_attempts: int | None = None,
+    ) -> Job | None:
+        """Enqueue the schedule's job for ``slot`` unless it was taken already: however
+        many workers call this, each slot is enqueued once. Returns the job, or None."""
+        return self._run(
+            registry.run_schedule_slot(
+                self.defaults, name=name, slot=slot, next_slot=next_slot, task=task,
+                payload=payload, queue=queue, priority=priority, max_attempts=max_attempts,
+            )
+        )  # fmt: skip
+
+    def schedules(self) -> list[ScheduleInfo]:
+        """Every periodic schedule, with its last and next slot."""
+        return self._run(registry.schedules())
 
     # -- notifications ------------------------------------------------------------------
     def take_notifications(
@@ -295,13 +486,30 @@ class QueueAPI(ABC):
     ) -> list[tuple[Job, list[str]]]:
         """Take up to ``limit`` subscribers of final jobs who were not yet told of the
         job's latest finish, with their jobs. They are this caller's for ``lease``: call
-        ``mark_notified`` once they are told; if it never comes (a crash), they are
-        offered again when the lease ends. Two dispatchers never take the same one."""
+        ``mark_notified`` once they are told (or ``retry_notifications``); if neither
+        comes (a crash), they are offered again when the lease ends."""
         return self._run(notifications.take_notifications(limit=limit, lease=lease))
 
     def mark_notified(self, items: Sequence[tuple[int, str]]) -> int:
         """Record that subscribers were told: ``(job_id, subscriber)`` pairs."""
         return self._run(notifications.mark_notified(items))
+
+    def retry_notifications(
+        self,
+        items: Sequence[tuple[int, str]],
+        error: str,
+        *,
+        base: Duration = 5.0,
+        cap: Duration = 3600.0,
+        max_attempts: int = 10,
+    ) -> int:
+        """Deliveries that failed: offered again after a back-off doubling from ``base``
+        (capped at ``cap``); after ``max_attempts`` they count as told, the error kept."""
+        return self._run(
+            notifications.retry_notifications(
+                items, error, base=base, cap=cap, max_attempts=max_attempts
+            )
+        )
 
     # -- waiting --------------------------------------------------------------------
     def generation(self) -> int:

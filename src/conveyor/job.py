@@ -55,6 +55,17 @@ class Progress:
 
 
 @dataclass(frozen=True, slots=True)
+class AttemptError:
+    """One failed attempt, as the job's error history keeps it."""
+
+    attempt: int
+    error: str
+    kind: ErrorKind
+    at: datetime
+    worker: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Job:
     id: int
     queue: str
@@ -79,6 +90,14 @@ class Job:
     started_at: datetime | None
     finished_at: datetime | None
     updated_at: datetime
+    # The concurrency group, the jobs this one runs after, and how many of those are
+    # not yet satisfied (claimable only at 0).
+    group: str | None = None
+    depends_on: tuple[int, ...] = ()
+    waiting_for: int = 0
+    # One entry per failed attempt, oldest first (the latest 20); ``error`` is the last
+    # one's text, cleared when the job completes.
+    errors: tuple[AttemptError, ...] = ()
     # True when enqueue returned an existing job for the key instead of creating one.
     deduplicated: bool = field(default=False, compare=False)
 
@@ -88,17 +107,20 @@ class Job:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: times as ISO 8601 strings."""
-        out: dict[str, Any] = {}
-        for name in self.__dataclass_fields__:
-            value = getattr(self, name)
-            if isinstance(value, datetime):
-                value = value.isoformat()
-            elif isinstance(value, Progress):
-                value = {k: getattr(value, k) for k in value.__dataclass_fields__}
-            elif isinstance(value, StrEnum):
-                value = str(value)
-            out[name] = value
-        return out
+        return {name: _plain(getattr(self, name)) for name in self.__dataclass_fields__}
+
+
+def _plain(value: Any) -> Any:
+    """A value of a job as JSON holds it."""
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, StrEnum):
+        return str(value)
+    if isinstance(value, (Progress, AttemptError)):
+        return {k: _plain(getattr(value, k)) for k in value.__dataclass_fields__}
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    return value
 
 
 @dataclass(frozen=True, slots=True)

@@ -54,9 +54,22 @@ class Queue(QueueAPI):
             rows = self.backend.write_once(
                 work.query.name, work.query.params, queues=work.queues, finished=work.finished
             )
-            return work.then(rows)
-        with self.backend.session(write=call.write, conn=call.conn) as session:
-            return drive(work, session)
+            if rows or work.if_empty is None:
+                return work.then(rows)
+            plan = work.if_empty()
+        else:
+            plan = work
+        if call.write:
+            with self.backend.session(conn=call.conn) as session:
+                return drive(plan, session, writing=True)
+        try:
+            with self.backend.session(write=False, conn=call.conn) as session:
+                return drive(plan, session, writing=False)
+        except NeedsWrite:
+            again = call.build(self.backend)
+            assert not isinstance(again, Once)
+            with self.backend.session(conn=call.conn) as session:
+                return drive(again, session, writing=True)
 
     # -- lifecycle ------------------------------------------------------------------
     def close(self) -> None:
@@ -100,7 +113,11 @@ class Queue(QueueAPI):
         return self.backend.wait_for_change(since, timeout)
 
 
-def drive(plan: Plan[T], session: Session) -> T:
+class NeedsWrite(Exception):
+    """A plan run in a read transaction asked to write (``Upgrade``)."""
+
+
+def drive(plan: Plan[T], session: Session, *, writing: bool) -> T:
     """Run a plan's statements in ``session``; a statement's error is raised inside the
     plan, which may handle it."""
     try:
@@ -112,9 +129,11 @@ def drive(plan: Plan[T], session: Session) -> T:
                     reply = session.all(step.name, step.params)
                 elif isinstance(step, Count):
                     reply = session.execute(step.name, step.params)
-                else:
-                    assert isinstance(step, Announce)
+                elif isinstance(step, Announce):
                     session.notify(queues=step.queues, finished=step.finished)
+                elif not writing:
+                    plan.close()
+                    raise NeedsWrite
             except ConveyorError as exc:
                 step = plan.throw(exc)
                 continue

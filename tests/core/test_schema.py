@@ -39,23 +39,31 @@ def test_step_by_step_migration_equals_a_fresh_schema(fresh: tuple[str, str]) ->
             assert q.backend.schema_version() == version - 1
             assert q.migrate(target=version) == [version]
             if version == 1:
-                with q.backend.session() as s:
-                    s.one(
-                        "insert_job",
-                        {
-                            "queue": "q",
-                            "task": "t",
-                            "payload": None,
-                            "key": None,
-                            "priority": 0,
-                            "run_at": None,
-                            "max_attempts": 1,
-                        },
-                    )
+                _insert_a_version_1_job(stepwise)
     with conveyor.connect(stepwise) as q:
         assert q.backend.describe_schema() == expected
         assert q.migrate() == []  # nothing left to do
-        assert q.stats().pending == 1  # data survived the upgrade
+        assert q.stats().pending == 1  # data survived the upgrade, and was counted
+        job = q.claim("q").jobs[0]
+        assert job.task == "t" and job.errors == () and job.group is None
+
+
+def _insert_a_version_1_job(url: str) -> None:
+    """A job as the first schema stored it, written with the database's own driver."""
+    columns = "(queue, task, priority, run_at, max_attempts, created_at, updated_at)"
+    settings = parse_url(url)
+    if settings.backend == "sqlite":
+        with sqlite3.connect(settings.target) as conn:
+            conn.execute(f"INSERT INTO conveyor_jobs {columns} VALUES ('q', 't', 0, 0, 1, 0, 0)")
+        return
+    import psycopg
+
+    schema = settings.backend_options["schema"]
+    with psycopg.connect(settings.target, autocommit=True) as conn:
+        conn.execute(
+            f'INSERT INTO "{schema}".conveyor_jobs {columns}'  # type: ignore[arg-type]
+            " VALUES ('q', 't', 0, now(), 1, now(), now())"
+        )
 
 
 def test_connect_is_idempotent_and_concurrent_safe(db_url: str) -> None:

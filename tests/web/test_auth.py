@@ -51,6 +51,26 @@ NEEDED = {
     ("POST", "/api/claims/reset"): ADMIN,
     ("POST", "/api/prune"): ADMIN,
     ("POST", "/api/queues/{queue}/complete-by-key"): ADMIN,
+    ("GET", "/api/jobs/{job_id}/dependents"): READER,
+    ("GET", "/api/queues/settings"): READER,
+    ("GET", "/api/workers"): READER,
+    ("GET", "/api/schedules"): READER,
+    ("GET", "/api/throughput"): READER,
+    ("POST", "/api/jobs/{job_id}/claim"): WORKER,
+    ("POST", "/api/jobs/{job_id}/snooze"): WORKER,
+    ("POST", "/api/batch/report"): WORKER,
+    ("POST", "/api/batch/renew"): WORKER,
+    ("POST", "/api/notifications/retry"): WORKER,
+    ("PUT", "/api/workers/{name}"): WORKER,
+    ("DELETE", "/api/workers/{name}"): WORKER,
+    ("DELETE", "/api/workers"): WORKER,
+    ("PUT", "/api/schedules/{name}"): WORKER,
+    ("POST", "/api/schedules/{name}/run"): WORKER,
+    ("POST", "/api/counts/fold"): WORKER,
+    ("POST", "/api/jobs/{job_id}/release"): ADMIN,
+    ("POST", "/api/queues/{queue}/pause"): ADMIN,
+    ("POST", "/api/queues/{queue}/resume"): ADMIN,
+    ("PUT", "/api/queues/{queue}/limits"): ADMIN,
 }
 RANK = {PUBLIC: -1, READER: 0, WORKER: 1, ADMIN: 2}
 
@@ -69,9 +89,9 @@ def _routes(app: FastAPI) -> set[tuple[str, str]]:
 
 
 def _call(client: TestClient, method: str, path: str, headers: dict[str, str]) -> int:
-    url = path.format(job_id=1, queue="default", claim_id="c0ffee")
+    url = path.format(job_id=1, queue="default", claim_id="c0ffee", name="w")
     params = {"timeout": 0} if url.endswith("/wait") else None
-    body = {} if method == "POST" else None
+    body = {} if method in ("POST", "PUT") else None
     return client.request(method, url, json=body, params=params, headers=headers).status_code
 
 

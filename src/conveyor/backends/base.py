@@ -17,7 +17,7 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any, ClassVar
 
-from conveyor.job import ErrorKind, Job, Progress, Status
+from conveyor.job import AttemptError, ErrorKind, Job, Progress, Status
 
 Row = Mapping[str, Any]
 
@@ -137,6 +137,7 @@ class Backend(ABC):
                 detail=None if detail is None else j(detail),
             )
         payload, result, kind = row["payload"], row["result"], row["error_kind"]
+        deps, errors = row["depends_on"], row["errors"]
         claimed_at, lease, beat = row["claimed_at"], row["lease_expires_at"], row["heartbeat_at"]
         started_at, finished_at = row["started_at"], row["finished_at"]
         return Job(
@@ -163,8 +164,32 @@ class Backend(ABC):
             started_at=None if started_at is None else t(started_at),
             finished_at=None if finished_at is None else t(finished_at),
             updated_at=t(row["updated_at"]),  # type: ignore[arg-type]
+            group=row["job_group"],
+            depends_on=() if deps is None else tuple(j(deps)),
+            waiting_for=row["waiting_for"],
+            errors=() if errors is None else self._attempt_errors(j(errors)),
             deduplicated=deduplicated,
         )
+
+    def _attempt_errors(self, entries: list[dict[str, Any]]) -> tuple[AttemptError, ...]:
+        return tuple(
+            AttemptError(
+                attempt=int(e["attempt"]),
+                error=e["error"] or "",
+                kind=_ERROR_KINDS.get(e["kind"], ErrorKind.RETRYABLE),
+                at=self._json_time(e["at"]),
+                worker=e.get("worker"),
+            )
+            for e in entries
+        )
+
+    def _json_time(self, value: Any) -> datetime:
+        """A time stored inside JSON: epoch seconds (SQLite) or ISO 8601 (PostgreSQL)."""
+        if isinstance(value, str):
+            value = datetime.fromisoformat(value)
+        decoded = self.decode_time(value)
+        assert decoded is not None
+        return decoded
 
     @staticmethod
     def json_param(items: Any) -> str:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 
@@ -23,13 +24,19 @@ def _read(package: str, name: str) -> str:
 
 
 def load_queries(package: str, macros: dict[str, str]) -> dict[str, str]:
-    """``{name: statement}`` from the package's queries.sql, with ``{macro}`` expanded."""
-    text = _read(package, "queries.sql")
-    parts = _NAME.split(text)
+    """``{name: statement}`` from the package's ``queries/*.sql`` files, with
+    ``{macro}`` expanded. A name may be defined once only."""
+    folder = resources.files(package).joinpath("queries")
     queries: dict[str, str] = {}
-    for name, body in zip(parts[1::2], parts[2::2], strict=True):
-        lines = [ln for ln in body.strip().splitlines() if not ln.lstrip().startswith("--")]
-        queries[name] = expand("\n".join(lines).rstrip().rstrip(";"), macros)
+    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+        if not entry.name.endswith(".sql"):
+            continue
+        parts = _NAME.split(entry.read_text(encoding="utf-8"))
+        for name, body in zip(parts[1::2], parts[2::2], strict=True):
+            if name in queries:
+                raise RuntimeError(f"{package}: statement {name!r} is defined twice")
+            lines = [ln for ln in body.strip().splitlines() if not ln.lstrip().startswith("--")]
+            queries[name] = expand("\n".join(lines).rstrip().rstrip(";"), macros)
     return queries
 
 
@@ -54,12 +61,20 @@ def expand(sql: str, macros: dict[str, str]) -> str:
     return sql
 
 
-def split_statements(script: str) -> list[str]:
-    """Split a migration into statements (our migrations hold no semicolons in literals)."""
+def split_statements(script: str, complete: Callable[[str], bool]) -> list[str]:
+    """Split a migration into statements: lines are gathered until ``complete`` says
+    they form whole statements (``sqlite3.complete_statement`` knows that a trigger's
+    body ends at its ``END;``)."""
     statements = []
-    for chunk in script.split(";"):
-        lines = [ln for ln in chunk.splitlines() if not ln.strip().startswith("--")]
-        statement = "\n".join(lines).strip()
-        if statement:
-            statements.append(statement)
+    buffer: list[str] = []
+    for line in script.splitlines():
+        if not buffer and (not line.strip() or line.lstrip().startswith("--")):
+            continue
+        buffer.append(line)
+        text = "\n".join(buffer)
+        if complete(text):
+            statements.append(text.strip())
+            buffer = []
+    if buffer and "\n".join(buffer).strip():
+        raise RuntimeError(f"migration ends inside a statement: {buffer[0]!r}")
     return statements

@@ -49,7 +49,14 @@ class Announce:
     finished: Iterable[int] = ()
 
 
-Step = Query | Count | Announce
+@dataclass(frozen=True, slots=True)
+class Upgrade:
+    """The plan must write after all (it found a job to recover while reading): a
+    runner in a read transaction starts the call again in a write transaction; in a
+    write transaction this step does nothing."""
+
+
+Step = Query | Count | Announce | Upgrade
 Plan = Generator[Step, Any, T]
 
 
@@ -57,12 +64,15 @@ Plan = Generator[Step, Any, T]
 class Once(Generic[T]):
     """A single statement committed on its own; ``then`` turns its rows into the result.
     What it announces is known before it runs (PostgreSQL sends it in the same round
-    trip), and is announced only when the statement changed something."""
+    trip), and is announced only when the statement changed something. When it returns
+    no rows and ``if_empty`` is given, that plan runs next, in a transaction of its own,
+    and gives the result instead."""
 
     query: Query
     then: Callable[[list[Row]], T]
     queues: tuple[str, ...] = ()
     finished: tuple[int, ...] = ()
+    if_empty: Callable[[], Plan[T]] | None = None
 
 
 class Values(Protocol):

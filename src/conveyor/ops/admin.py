@@ -46,8 +46,14 @@ def cancel(job: Any) -> Call[Job]:
     return Call("cancel", {"job_id": jid}, build)
 
 
-def complete_by_key(d: Defaults, key: Any, *, queue: Any, result: Any) -> Call[int]:
-    """The work was done elsewhere: complete the active job(s) with this key."""
+def complete_by_key(
+    d: Defaults, key: Any, *, queue: Any, result: Any, include_failed: Any
+) -> Call[int]:
+    """The work was done elsewhere: complete the active job(s) with this key, and with
+    ``include_failed`` the failed ones too (reconciliation)."""
+    if not isinstance(include_failed, bool):
+        raise InvalidArgument(f"include_failed: expected true or false, got {include_failed!r}")
+    statuses = ["pending", "running", *(["failed"] if include_failed else [])]
     params = {
         "key": check.name(key, "key", max_length=check.MAX_KEY_LENGTH),
         "queue": check.name(queue, "queue"),
@@ -55,11 +61,12 @@ def complete_by_key(d: Defaults, key: Any, *, queue: Any, result: Any) -> Call[i
     }
 
     def build(v: Values) -> Plan[int]:
-        rows = yield Query("complete_by_key", params)
+        rows = yield Query("complete_by_key", {**params, "statuses": v.json_param(statuses)})
         yield Announce(finished=[r["id"] for r in rows])
         return len(rows)
 
-    wire = {"key": params["key"], "queue": params["queue"], "result": result}
+    wire = {"key": params["key"], "queue": params["queue"], "result": result,
+            "include_failed": include_failed}  # fmt: skip
     return Call("complete_by_key", wire, build)
 
 

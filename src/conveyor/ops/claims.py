@@ -1,4 +1,4 @@
-"""Claims: taking jobs to run, and the admin's ways of handing them back."""
+"""Claims: taking jobs to run, and the ways of handing them back."""
 
 from __future__ import annotations
 
@@ -6,9 +6,11 @@ import uuid
 from typing import Any
 
 from conveyor import validation as check
-from conveyor.job import Claim, Status
+from conveyor.job import Claim, Job, Status
 from conveyor.ops import Announce, Call, Once, Plan, Query, Row, Values
-from conveyor.ops.defaults import MAX_CLAIM, Defaults, claim_id, queue_names
+from conveyor.ops.admin import refuse_status
+from conveyor.ops.defaults import MAX_CLAIM, Defaults, claim_id, job_id, queue_names
+from conveyor.ops.flow import claim_controlled
 from conveyor.retry import seconds
 
 
@@ -35,38 +37,63 @@ def claim(
     def build(v: Values) -> Plan[Claim] | Once[Claim]:
         params = {"queue": name, "limit": limit, "lease_s": lease_s,
                   "claim_id": uuid.uuid4().hex, "worker": who}  # fmt: skip
-        if not previous and not counting:  # a worker's claim: one statement
-            return Once(
-                Query("claim_jobs", params),
-                lambda rows: _claim(v, params, rows, remaining=None, acked=0),
-            )
-        return _claim_acking(v, params, previous, counting)
+        if previous or counting:
+            return _claim(v, params, previous, counting)
+        # A worker's claim: one statement, unless it found nothing (see _claim).
+        return Once(
+            Query("claim_jobs", params),
+            lambda rows: _made(v, params, rows, remaining=None, acked=0),
+            if_empty=lambda: _claim(v, params, None, False),
+        )
 
     return Call("claim", args, build)
 
 
-def _claim_acking(
-    v: Values, params: dict[str, Any], previous: str | None, counting: bool
-) -> Plan[Claim]:
+def _claim(v: Values, params: dict[str, Any], previous: str | None, counting: bool) -> Plan[Claim]:
     acked: list[Row] = []
     if previous:
         acked = yield Query("ack_claim", {"claim_id": previous})
         yield Announce(finished=[r["id"] for r in acked])
+    # This statement takes nothing at all from a queue under flow control (pause,
+    # limits), so only a claim that found nothing needs to look whether that is why.
     rows = yield Query("claim_jobs", params)
+    if not rows:
+        settings = yield Query("lock_queue_settings", {"queue": params["queue"]})
+        if settings and settings[0]["controlled"]:
+            rows = yield from claim_controlled(v, settings[0], params)
     remaining = None
     if counting:
         counted = yield Query("count_claimable", {"queue": params["queue"]})
-        remaining = int(counted[0]["n"]) if counted else 0
-    return _claim(v, params, rows, remaining=remaining, acked=len(acked))
+        remaining = max(0, int(counted[0]["n"])) if counted else 0
+    return _made(v, params, rows, remaining=remaining, acked=len(acked))
 
 
-def _claim(
+def _made(
     v: Values, params: dict[str, Any], rows: list[Row], *, remaining: int | None, acked: int
 ) -> Claim:
     jobs = sorted((v.decode_job(r) for r in rows), key=lambda j: (j.priority, j.id))
     return Claim(
         id=params["claim_id"], queue=params["queue"], jobs=jobs, remaining=remaining, acked=acked
     )
+
+
+def claim_job(d: Defaults, job: Any, *, lease: Any, worker: Any) -> Call[Claim]:
+    """One job, chosen by id, if it is pending with its dependencies met: the caller
+    picked it, so pause and limits of its queue do not apply."""
+    jid = job_id(job)
+    lease_s = seconds(lease, "lease", allow_zero=False)
+    who = check.name(worker, "worker") if worker is not None else d.worker_name
+
+    def build(v: Values) -> Plan[Claim]:
+        new_claim = uuid.uuid4().hex
+        params = {"id": jid, "lease_s": lease_s, "claim_id": new_claim, "worker": who}
+        rows = yield Query("claim_job", params)
+        if not rows:
+            yield from refuse_status(jid, "claim", "pending, with its dependencies met")
+        found = v.decode_job(rows[0])
+        return Claim(id=new_claim, queue=found.queue, jobs=[found])
+
+    return Call("claim_job", {"job_id": jid, "lease": lease_s, "worker": worker}, build)
 
 
 def ack(claim: Any) -> Call[int]:
@@ -81,43 +108,65 @@ def ack(claim: Any) -> Call[int]:
     return Call("ack", {"claim_id": held}, build)
 
 
-def release(claim: Any) -> Call[int]:
-    """A claim's running jobs back to pending (an admin reset)."""
+def release(claim: Any, *, queue: Any = None) -> Call[int]:
+    """A claim's running jobs (of ``queue``, when given) back to pending."""
     held = claim_id(claim)
+    queues = queue_names(queue)
 
     def build(v: Values) -> Plan[int]:
-        rows = yield Query("release_claim", {"claim_id": held})
+        params = {"claim_id": held, "queues": _json_or_none(v, queues)}
+        rows = yield Query("release_claim", params)
         yield Announce(queues={r["queue"] for r in rows})
         return len(rows)
 
-    return Call("release", {"claim_id": held}, build)
+    return Call("release", {"claim_id": held, "queue": queues}, build)
 
 
-def reset_claims(older_than: Any) -> Call[int]:
-    """Every running job claimed more than ``older_than`` ago back to pending."""
+def release_job(job: Any) -> Call[Job]:
+    """One running job back to pending, whoever holds it (an admin's reset)."""
+    jid = job_id(job)
+
+    def build(v: Values) -> Plan[Job]:
+        rows = yield Query("release_job", {"id": jid})
+        if not rows:
+            yield from refuse_status(jid, "release", "running")
+        yield Announce(queues=[rows[0]["queue"]])
+        return v.decode_job(rows[0])
+
+    return Call("release_job", {"job_id": jid}, build)
+
+
+def reset_claims(older_than: Any, *, queue: Any = None) -> Call[int]:
+    """Every running job (of ``queue``) claimed more than ``older_than`` ago back to
+    pending."""
     older_than_s = seconds(older_than, "older_than")
+    queues = queue_names(queue)
 
     def build(v: Values) -> Plan[int]:
-        rows = yield Query("reset_claims", {"older_than_s": older_than_s})
+        params = {"older_than_s": older_than_s, "queues": _json_or_none(v, queues)}
+        rows = yield Query("reset_claims", params)
         yield Announce(queues={r["queue"] for r in rows})
         return len(rows)
 
-    return Call("reset_claims", {"older_than": older_than_s}, build)
+    return Call("reset_claims", {"older_than": older_than_s, "queue": queues}, build)
 
 
-def recover() -> Call[int]:
-    """Running jobs whose lease expired back to pending, or to failed when their
-    attempts are spent."""
+def recover(*, queue: Any = None) -> Call[int]:
+    """Running jobs (of ``queue``) whose lease expired back to pending, or to failed
+    when their attempts are spent."""
+    queues = queue_names(queue)
 
     def build(v: Values) -> Plan[int]:
-        rows = yield Query("recover_expired")
+        params = {"queues": _json_or_none(v, queues), "id": None}
+        rows = yield Query("recover_expired", params)
         yield Announce(
             queues={r["queue"] for r in rows if r["status"] == Status.PENDING},
             finished=[r["id"] for r in rows if r["status"] == Status.FAILED],
         )
         return len(rows)
 
-    return Call("recover", {}, build)
+    return Call("recover", {"queue": queues}, build)
 
 
-__all__ = ["ack", "claim", "queue_names", "recover", "release", "reset_claims"]
+def _json_or_none(v: Values, names: tuple[str, ...] | None) -> str | None:
+    return None if names is None else v.json_param(list(names))

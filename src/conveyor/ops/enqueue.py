@@ -1,4 +1,4 @@
-"""Adding jobs: one, many, and the dedupe policy for keys."""
+"""Adding jobs: one, many, the dedupe policy for keys, and dependencies."""
 
 from __future__ import annotations
 
@@ -9,17 +9,21 @@ from typing import Any, Literal
 
 from conveyor import validation as check
 from conveyor.errors import DuplicateJob, InvalidArgument
-from conveyor.job import ACTIVE_STATUSES, Job, Status
+from conveyor.job import ACTIVE_STATUSES, FINAL_STATUSES, Job, Status
 from conveyor.ops import Announce, Call, Once, Plan, Query, Row, Values
-from conveyor.ops.defaults import Defaults, Duration
+from conveyor.ops.defaults import Defaults, Duration, job_id
 from conveyor.retry import seconds
 
 OnActive = Literal["return", "raise"]
 OnFailed = Literal["new", "return", "retry"]
+OnCompleted = Literal["new", "return"]
+OnDependencyFailure = Literal["cancel", "run"]
 
 ENQUEUE_FIELDS = frozenset(
-    {"task", "payload", "key", "priority", "run_at", "max_attempts", "queue", "subscriber"}
-)
+    {"task", "payload", "key", "priority", "run_at", "max_attempts", "queue", "subscriber",
+     "group", "after", "on_dependency_failure"}
+)  # fmt: skip
+MAX_DEPENDENCIES = 1000
 _BULK_CHUNK = 1000
 _RACE_ROUNDS = 10
 
@@ -29,16 +33,67 @@ class Dedupe:
     """What ``enqueue`` does when the key was used before.
 
     - ``on_active``: an active (pending or running) job has the key: ``"return"`` it
-      (the default) or ``"raise"`` ``DuplicateJob``.
+      (the default) or ``"raise"`` ``DuplicateJob``. An active job whose lease expired
+      (its worker is gone) is recovered first, in the same transaction.
     - ``cache_ttl``: the key's latest job completed less than this long ago: return it
       (its result is the cached answer). ``None`` (the default) never reuses results.
     - ``on_failed``: the key's latest job failed: enqueue a ``"new"`` job (the default),
       ``"return"`` the failed one, or ``"retry"`` it (back to pending, attempts reset).
+    - ``on_completed``: the key's latest job completed: enqueue a ``"new"`` job (the
+      default, unless ``cache_ttl`` says otherwise), or ``"return"`` it however old:
+      work done once under a key is never run again.
     """
 
     on_active: OnActive = "return"
     cache_ttl: float | None = None
     on_failed: OnFailed = "new"
+    on_completed: OnCompleted = "new"
+
+
+@dataclass(frozen=True, slots=True)
+class NewJob:
+    """A job to insert, its fields checked."""
+
+    task: str
+    queue: str
+    payload: Any
+    payload_json: str | None
+    key: str | None
+    priority: int
+    run_at: datetime | None
+    max_attempts: int
+    group: str | None = None
+    after: tuple[int, ...] = ()
+    on_dependency_failure: OnDependencyFailure = "cancel"
+
+    def params(self, v: Values) -> dict[str, Any]:
+        return {
+            "task": self.task,
+            "queue": self.queue,
+            "payload": self.payload_json,
+            "key": self.key,
+            "priority": self.priority,
+            "run_at": None if self.run_at is None else v.encode_time(self.run_at),
+            "max_attempts": self.max_attempts,
+            "job_group": self.group,
+            "depends_on": v.json_param(list(self.after)) if self.after else None,
+            "waiting_for": 0,
+        }
+
+    def wire(self) -> dict[str, Any]:
+        """The fields as a remote queue sends them."""
+        return {
+            "task": self.task,
+            "queue": self.queue,
+            "payload": self.payload,
+            "key": self.key,
+            "priority": self.priority,
+            "run_at": self.run_at,
+            "max_attempts": self.max_attempts,
+            "group": self.group,
+            "after": list(self.after) or None,
+            "on_dependency_failure": self.on_dependency_failure,
+        }
 
 
 def enqueue(
@@ -56,23 +111,30 @@ def enqueue(
     on_active: Any,
     cache_ttl: Any,
     on_failed: Any,
+    on_completed: Any,
+    group: Any,
+    after: Any,
+    on_dependency_failure: Any,
 ) -> Call[Job]:
-    job = new_job(d, task, payload, queue, key, priority, run_at, max_attempts)
+    job = new_job(
+        d, task, payload, queue, key, priority, run_at, max_attempts, group, after,
+        on_dependency_failure,
+    )  # fmt: skip
     who = None if subscriber is None else check.name(subscriber, "subscriber")
-    policy = dedupe(on_active, cache_ttl, on_failed)
+    policy = dedupe(on_active, cache_ttl, on_failed, on_completed)
     args = {**job.wire(), "subscriber": who, "on_active": policy.on_active,
-            "cache_ttl": policy.cache_ttl, "on_failed": policy.on_failed}  # fmt: skip
+            "cache_ttl": policy.cache_ttl, "on_failed": policy.on_failed,
+            "on_completed": policy.on_completed}  # fmt: skip
 
     def build(v: Values) -> Plan[Job] | Once[Job]:
-        params = job.params(v)
-        if conn is None and job.key is None and who is None:
-            # Nothing to dedupe, nobody to subscribe: one INSERT, committed on its own.
+        if conn is None and job.key is None and who is None and not job.after:
+            # Nothing to dedupe, wait for or subscribe: one INSERT, committed on its own.
             return Once(
-                Query("insert_job", params),
+                Query("insert_job", job.params(v)),
                 lambda rows: v.decode_job(rows[0]),
                 queues=(job.queue,),
             )
-        return _insert(v, params, policy, who)
+        return _insert(v, job, policy, who)
 
     return Call("enqueue", args, build, conn=conn)
 
@@ -81,6 +143,44 @@ def enqueue_many(
     d: Defaults, items: Any, *, queue: Any = "default", conn: Any = None
 ) -> Call[list[Job]]:
     """Every item is checked before anything is written."""
+    prepared = _prepare_items(d, items, queue)
+    args = {"items": [{**job.wire(), "subscriber": who} for job, who in prepared],
+            "queue": queue}  # fmt: skip
+
+    def build(v: Values) -> Plan[list[Job]]:
+        return _insert_many(v, prepared)
+
+    return Call("enqueue_many", args, build, conn=conn)
+
+
+def enqueue_ids(
+    d: Defaults, items: Any, *, queue: Any = "default", conn: Any = None
+) -> Call[list[int]]:
+    """Many jobs without keys, subscribers or dependencies; only their ids come back,
+    which spares building a ``Job`` for each row of a large load."""
+    prepared = _prepare_items(d, items, queue)
+    for index, (job, who) in enumerate(prepared):
+        if job.key is not None or who is not None or job.after:
+            raise InvalidArgument(
+                f"items[{index}]: keys, subscribers and dependencies need enqueue_many"
+            )
+    args = {"items": [job.wire() for job, _ in prepared], "queue": queue}
+
+    def build(v: Values) -> Plan[list[int]]:
+        ids: list[int] = []
+        queues: set[str] = set()
+        for start in range(0, len(prepared), _BULK_CHUNK):
+            chunk = [job.params(v) for job, _ in prepared[start : start + _BULK_CHUNK]]
+            rows = yield Query("insert_job_ids", {"items": v.json_param(chunk)})
+            ids.extend(sorted(r["id"] for r in rows))
+            queues.update(p["queue"] for p in chunk)
+        yield Announce(queues=queues)
+        return ids
+
+    return Call("enqueue_ids", args, build, conn=conn)
+
+
+def _prepare_items(d: Defaults, items: Any, queue: Any) -> list[tuple[NewJob, str | None]]:
     if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
         raise InvalidArgument("items: expected a list of dicts")
     prepared: list[tuple[NewJob, str | None]] = []
@@ -102,26 +202,23 @@ def enqueue_many(
                 item.get("priority", 0),
                 item.get("run_at"),
                 item.get("max_attempts"),
+                item.get("group"),
+                item.get("after"),
+                item.get("on_dependency_failure", "cancel"),
             )
             who = item.get("subscriber")
             who = None if who is None else check.name(who, "subscriber")
         except InvalidArgument as exc:
             raise InvalidArgument(f"items[{index}]: {exc}") from None
         prepared.append((job, who))
-    args = {"items": [{**job.wire(), "subscriber": who} for job, who in prepared],
-            "queue": queue}  # fmt: skip
-
-    def build(v: Values) -> Plan[list[Job]]:
-        return _insert_many(v, prepared)
-
-    return Call("enqueue_many", args, build, conn=conn)
+    return prepared
 
 
 def _insert_many(v: Values, prepared: list[tuple[NewJob, str | None]]) -> Plan[list[Job]]:
-    if any(job.key is not None or who for job, who in prepared):
+    if any(job.key is not None or who or job.after for job, who in prepared):
         jobs = []
         for job, who in prepared:
-            jobs.append((yield from _insert(v, job.params(v), Dedupe(), who)))
+            jobs.append((yield from _insert(v, job, Dedupe(), who)))
         return jobs
     out: list[Job] = []
     for start in range(0, len(prepared), _BULK_CHUNK):
@@ -130,42 +227,6 @@ def _insert_many(v: Values, prepared: list[tuple[NewJob, str | None]]) -> Plan[l
         out.extend(sorted((v.decode_job(r) for r in rows), key=lambda j: j.id))
     yield Announce(queues={j.queue for j in out})
     return out
-
-
-@dataclass(frozen=True, slots=True)
-class NewJob:
-    """A job to insert, its fields checked."""
-
-    task: str
-    queue: str
-    payload: Any
-    payload_json: str | None
-    key: str | None
-    priority: int
-    run_at: datetime | None
-    max_attempts: int
-
-    def params(self, v: Values) -> dict[str, Any]:
-        return {
-            "task": self.task,
-            "queue": self.queue,
-            "payload": self.payload_json,
-            "key": self.key,
-            "priority": self.priority,
-            "run_at": None if self.run_at is None else v.encode_time(self.run_at),
-            "max_attempts": self.max_attempts,
-        }
-
-    def wire(self) -> dict[str, Any]:
-        return {
-            "task": self.task,
-            "queue": self.queue,
-            "payload": self.payload,
-            "key": self.key,
-            "priority": self.priority,
-            "run_at": self.run_at,
-            "max_attempts": self.max_attempts,
-        }
 
 
 def new_job(
@@ -177,8 +238,15 @@ def new_job(
     priority: Any,
     run_at: Any,
     max_attempts: Any,
+    group: Any = None,
+    after: Any = None,
+    on_dependency_failure: Any = "cancel",
 ) -> NewJob:
     attempts = d.max_attempts if max_attempts is None else max_attempts
+    if on_dependency_failure not in ("cancel", "run"):
+        raise InvalidArgument(
+            f"on_dependency_failure: expected 'cancel' or 'run', got {on_dependency_failure!r}"
+        )
     return NewJob(
         task=check.name(task, "task"),
         queue=check.name(queue, "queue"),
@@ -188,59 +256,118 @@ def new_job(
         priority=check.integer(priority, "priority"),
         run_at=check.timestamp(run_at, "run_at"),
         max_attempts=check.integer(attempts, "max_attempts", low=1, high=1_000_000),
+        group=None if group is None else check.name(group, "group"),
+        after=_job_ids(after),
+        on_dependency_failure=on_dependency_failure,
     )
 
 
-def dedupe(on_active: Any, cache_ttl: Any, on_failed: Any) -> Dedupe:
+def _job_ids(after: Any) -> tuple[int, ...]:
+    if after is None:
+        return ()
+    if isinstance(after, (str, bytes, Mapping)) or not isinstance(after, Iterable):
+        raise InvalidArgument(f"after: expected a list of job ids, got {after!r}")
+    ids = tuple(dict.fromkeys(job_id(i) for i in after))
+    if len(ids) > MAX_DEPENDENCIES:
+        raise InvalidArgument(f"after: expected at most {MAX_DEPENDENCIES} job ids, got {len(ids)}")
+    return ids
+
+
+def dedupe(on_active: Any, cache_ttl: Any, on_failed: Any, on_completed: Any = "new") -> Dedupe:
     if on_active not in ("return", "raise"):
         raise InvalidArgument(f"on_active: expected 'return' or 'raise', got {on_active!r}")
     if on_failed not in ("new", "return", "retry"):
         raise InvalidArgument(f"on_failed: expected 'new', 'return' or 'retry', got {on_failed!r}")
+    if on_completed not in ("new", "return"):
+        raise InvalidArgument(f"on_completed: expected 'new' or 'return', got {on_completed!r}")
     ttl = None if cache_ttl is None else seconds(cache_ttl, "cache_ttl")
-    return Dedupe(on_active, ttl, on_failed)
+    return Dedupe(on_active, ttl, on_failed, on_completed)
 
 
-def _insert(v: Values, params: dict[str, Any], policy: Dedupe, subscriber: str | None) -> Plan[Job]:
-    job = yield from _insert_or_find(v, params, policy)
-    if subscriber is not None and job.status in ACTIVE_STATUSES:
-        yield Query("add_subscriber", {"job_id": job.id, "subscriber": subscriber})
-    return job
+def _insert(v: Values, job: NewJob, policy: Dedupe, subscriber: str | None) -> Plan[Job]:
+    found = yield from _insert_or_find(v, job, policy)
+    if subscriber is not None and found.status in ACTIVE_STATUSES:
+        yield Query("add_subscriber", {"job_id": found.id, "subscriber": subscriber})
+    return found
 
 
-def _insert_or_find(v: Values, params: dict[str, Any], policy: Dedupe) -> Plan[Job]:
-    queue, key = params["queue"], params["key"]
-    if key is None:
-        rows = yield Query("insert_job", params)
-        yield Announce(queues=[queue])
-        return v.decode_job(rows[0])
-    where = {"queue": queue, "key": key}
+def _insert_or_find(v: Values, job: NewJob, policy: Dedupe) -> Plan[Job]:
+    if job.key is None:
+        inserted = yield from _insert_new(v, job)
+        assert inserted is not None  # without a key, nothing conflicts
+        return inserted
+    where = {"queue": job.queue, "key": job.key}
     # The unique index decides races: a conflicting insert returns nothing and we look
     # again. The loop only repeats when the active job finished in between.
     for _ in range(_RACE_ROUNDS):
         active = yield Query("active_by_key", where)
         if active:
             found = active[0]
+            if lease_expired(v, found):
+                # Its worker is gone: recover the job now rather than let it hold the key
+                # until a rescuer passes; then look again.
+                yield from recover_one(found["id"])
+                continue
             if policy.on_active == "raise":
                 raise DuplicateJob(
-                    f"job {found['id']} is already {found['status']} with key {key!r} "
-                    f"in queue {queue!r}",
+                    f"job {found['id']} is already {found['status']} with key {job.key!r} "
+                    f"in queue {job.queue!r}",
                     job_id=found["id"],
                 )
             return v.decode_job(found, deduplicated=True)
-        latest = yield Query("latest_by_key", where)
+        latest = yield Query("latest_by_key", {**where, "task": None})
         if latest:
             reused = yield from _reuse(v, latest[0], policy)
             if reused is not None:
                 return reused
-        rows = yield Query("insert_job", params)
-        if rows:
-            yield Announce(queues=[queue])
-            return v.decode_job(rows[0])
-    raise DuplicateJob(f"key {key!r} in queue {queue!r} is contended; try again")
+        inserted = yield from _insert_new(v, job)
+        if inserted is not None:
+            return inserted
+    raise DuplicateJob(f"key {job.key!r} in queue {job.queue!r} is contended; try again")
+
+
+def _insert_new(v: Values, job: NewJob) -> Plan[Job | None]:
+    """Insert the job (None when an active job took its key first), with its
+    dependencies: each is marked (which also locks it until this transaction ends, so
+    none can finish unnoticed), the unmet ones counted, the edges recorded."""
+    params = job.params(v)
+    doomed: tuple[int, str] | None = None
+    if job.after:
+        rows = yield Query("mark_dependencies", {"ids": v.json_param(list(job.after))})
+        states = {r["id"]: r["status"] for r in rows}
+        for dep in job.after:
+            if dep not in states:
+                raise InvalidArgument(f"after: job {dep} does not exist")
+        run_anyway = job.on_dependency_failure == "run"
+        met = FINAL_STATUSES if run_anyway else {Status.COMPLETED}
+        params["waiting_for"] = sum(states[d] not in met for d in job.after)
+        if not run_anyway:
+            broken = [d for d in job.after if states[d] in (Status.FAILED, Status.CANCELLED)]
+            doomed = (broken[0], states[broken[0]]) if broken else None
+    rows = yield Query("insert_job", params)
+    if not rows:
+        return None
+    row = rows[0]
+    if job.after:
+        yield Query(
+            "insert_dependencies",
+            {"job_id": row["id"], "ids": v.json_param(list(job.after)),
+             "run_on_failure": job.on_dependency_failure == "run"},
+        )  # fmt: skip
+    if doomed is not None:
+        error = f"dependency job {doomed[0]} {doomed[1]}"
+        rows = yield Query("cancel_for_dependency", {"id": row["id"], "error": error})
+        yield Announce(finished=[row["id"]])
+        return v.decode_job(rows[0])
+    if params["waiting_for"] == 0:
+        yield Announce(queues=[job.queue])
+    return v.decode_job(row)
 
 
 def _reuse(v: Values, latest: Row, policy: Dedupe) -> Plan[Job | None]:
     status = latest["status"]
+    if status == Status.COMPLETED and policy.on_completed == "return":
+        return v.decode_job(latest, deduplicated=True)
     if status == Status.COMPLETED and policy.cache_ttl is not None:
         finished = v.decode_time(latest["finished_at"])
         now = v.decode_time(latest["db_now"])
@@ -256,4 +383,32 @@ def _reuse(v: Values, latest: Row, policy: Dedupe) -> Plan[Job | None]:
     return None
 
 
-__all__ = ["Dedupe", "Duration", "OnActive", "OnFailed", "enqueue", "enqueue_many"]
+def lease_expired(v: Values, row: Row) -> bool:
+    """A running job whose lease ran out (``row`` carries ``db_now``)."""
+    if row["status"] != Status.RUNNING or row["lease_expires_at"] is None:
+        return False
+    lease, now = v.decode_time(row["lease_expires_at"]), v.decode_time(row["db_now"])
+    return lease is not None and now is not None and lease < now
+
+
+def recover_one(jid: int) -> Plan[None]:
+    """Recover one job whose lease expired (the statement's guard checks it again)."""
+    rows = yield Query("recover_expired", {"queues": None, "id": jid})
+    yield Announce(
+        queues={r["queue"] for r in rows if r["status"] == Status.PENDING},
+        finished=[r["id"] for r in rows if r["status"] == Status.FAILED],
+    )
+
+
+__all__ = [
+    "Dedupe",
+    "Duration",
+    "OnActive",
+    "OnCompleted",
+    "OnDependencyFailure",
+    "OnFailed",
+    "enqueue",
+    "enqueue_ids",
+    "enqueue_many",
+    "recover_one",
+]

@@ -49,3 +49,32 @@ def mark_notified(items: Sequence[tuple[int, str]]) -> Call[int]:
         return marked
 
     return Call("mark_notified", {"items": batch}, build)
+
+
+def retry_notifications(
+    items: Sequence[tuple[int, str]],
+    error: Any,
+    *,
+    base: Any = 5.0,
+    cap: Any = 3600.0,
+    max_attempts: Any = 10,
+) -> Call[int]:
+    """Deliveries that failed: offer them again after a back-off that doubles per
+    attempt (``base`` seconds, capped at ``cap``); after ``max_attempts`` they count as
+    told, with the error kept."""
+    batch = [{"job_id": job_id(j), "subscriber": check.name(who, "subscriber")}
+             for j, who in items]  # fmt: skip
+    params = {
+        "error": check.text(error, "error", max_length=4000),
+        "base_s": seconds(base, "base"),
+        "cap_s": seconds(cap, "cap"),
+        "max_attempts": check.integer(max_attempts, "max_attempts", low=1, high=1000),
+    }
+
+    def build(v: Values) -> Plan[int]:
+        if not batch:
+            return 0
+        changed: int = yield Count("retry_notifications", {**params, "items": v.json_param(batch)})
+        return changed
+
+    return Call("retry_notifications", {**params, "items": batch}, build)

@@ -1,14 +1,23 @@
-"""Reading: jobs, keys, lists, counts, subscribers, the database clock."""
+"""Reading: jobs, keys, lists, counts, throughput, subscribers, the database clock.
+
+Reading a running job whose lease expired recovers it first (its worker is gone), in a
+write transaction of its own, so what a reader sees is never a job nobody runs."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from conveyor import validation as check
+from conveyor.info import Throughput
 from conveyor.job import Job, Stats
-from conveyor.ops import Call, Plan, Query, Values
+from conveyor.ops import Call, Plan, Query, Row, Upgrade, Values
 from conveyor.ops.defaults import MAX_JOB_ID, MAX_LIST, job_id
+from conveyor.ops.enqueue import lease_expired, recover_one
+
+# Readers fold the counts' deltas themselves once this many pile up (PostgreSQL).
+FOLD_AFTER = 5000
+MAX_THROUGHPUT_MINUTES = 7 * 24 * 60
 
 
 def now() -> Call[datetime]:
@@ -26,27 +35,50 @@ def get(job: Any) -> Call[Job | None]:
 
     def build(v: Values) -> Plan[Job | None]:
         rows = yield Query("get_job", {"id": jid})
-        return v.decode_job(rows[0]) if rows else None
+        row = yield from _fresh(v, rows, Query("get_job", {"id": jid}))
+        return None if row is None else v.decode_job(row)
 
     return Call("get", {"job_id": jid}, build, write=False)
 
 
-def latest(key: Any, *, queue: Any) -> Call[Job | None]:
-    """The newest job with this key, whatever its state."""
+def latest(key: Any, *, queue: Any, task: Any) -> Call[Job | None]:
+    """The newest job with this key (and task), whatever its state."""
     where = {
         "key": check.name(key, "key", max_length=check.MAX_KEY_LENGTH),
         "queue": check.name(queue, "queue"),
+        "task": None if task is None else check.name(task, "task"),
     }
 
     def build(v: Values) -> Plan[Job | None]:
         rows = yield Query("latest_by_key", where)
-        return v.decode_job(rows[0]) if rows else None
+        row = yield from _fresh(v, rows, Query("latest_by_key", where))
+        return None if row is None else v.decode_job(row)
 
     return Call("latest", where, build, write=False)
 
 
+def _fresh(v: Values, rows: list[Row], again: Query) -> Plan[Row | None]:
+    """The row read, or, when it is a running job whose lease expired, the row after
+    recovering that job."""
+    if not rows or not lease_expired(v, rows[0]):
+        return rows[0] if rows else None
+    yield Upgrade()
+    yield from recover_one(rows[0]["id"])
+    rows = yield again
+    return rows[0] if rows else None
+
+
 def jobs(
-    *, queue: Any, status: Any, key: Any, limit: Any, after: Any, newest_first: Any
+    *,
+    queue: Any,
+    status: Any,
+    key: Any,
+    task: Any,
+    limit: Any,
+    after: Any,
+    newest_first: Any,
+    created_after: Any,
+    created_before: Any,
 ) -> Call[list[Job]]:
     """Jobs in id order, ``limit`` at a time; page with ``after`` = the last id seen.
     ``newest_first``: descending order, where ``after`` means ids below it."""
@@ -54,30 +86,52 @@ def jobs(
         "queue": None if queue is None else check.name(queue, "queue"),
         "status": None if status is None else str(check.status(status)),
         "key": check.key(key),
+        "task": None if task is None else check.name(task, "task"),
         "limit": check.integer(limit, "limit", low=1, high=MAX_LIST),
     }
     cursor = None if after is None else check.integer(after, "after", low=0, high=MAX_JOB_ID)
+    since = check.timestamp(created_after, "created_after")
+    until = check.timestamp(created_before, "created_before")
     descending = bool(newest_first)
 
     def build(v: Values) -> Plan[list[Job]]:
+        where = {
+            **params,
+            "created_after": None if since is None else v.encode_time(since),
+            "created_before": None if until is None else v.encode_time(until),
+        }
         if descending:
-            rows = yield Query("list_jobs_newest", {**params, "before": cursor})
+            rows = yield Query("list_jobs_newest", {**where, "before": cursor})
         else:
-            rows = yield Query("list_jobs", {**params, "after": cursor or 0})
+            rows = yield Query("list_jobs", {**where, "after": cursor or 0})
         return [v.decode_job(r) for r in rows]
 
-    wire = {**params, "after": cursor, "newest_first": descending}
+    wire = {**params, "after": cursor, "newest_first": descending, "created_after": since,
+            "created_before": until}  # fmt: skip
     return Call("jobs", wire, build, write=False)
 
 
-def queue_stats(queue: Any) -> Call[dict[str, Stats]]:
-    """``{queue: Stats}`` for every queue with jobs (or just ``queue``)."""
+def dependents(job: Any) -> Call[list[int]]:
+    """The ids of the jobs that run after this one."""
+    jid = job_id(job)
+
+    def build(v: Values) -> Plan[list[int]]:
+        rows = yield Query("dependents", {"id": jid})
+        return [r["job_id"] for r in rows]
+
+    return Call("dependents", {"job_id": jid}, build, write=False)
+
+
+def queue_stats(queue: Any) -> Call[tuple[dict[str, Stats], bool]]:
+    """``{queue: Stats}`` for every queue with jobs (or just ``queue``), and whether the
+    counts' deltas should be folded (so the next read stays cheap)."""
     where = {"queue": None if queue is None else check.name(queue, "queue")}
 
-    def build(v: Values) -> Plan[dict[str, Stats]]:
+    def build(v: Values) -> Plan[tuple[dict[str, Stats], bool]]:
         counts = yield Query("count_by_queue_status", where)
         pending = yield Query("pending_summary", where)
         expired = yield Query("expired_summary", where)
+        deltas = yield Query("count_deltas", {"limit": FOLD_AFTER})
         fields: dict[str, dict[str, Any]] = {}
         for row in counts:
             fields.setdefault(row["queue"], {})[row["status"]] = int(row["n"])
@@ -87,9 +141,43 @@ def queue_stats(queue: Any) -> Call[dict[str, Stats]]:
             entry["scheduled"] = int(row["scheduled"] or 0)
         for row in expired:
             fields.setdefault(row["queue"], {})["expired"] = int(row["n"])
-        return {name: Stats(**values) for name, values in sorted(fields.items())}
+        stats = {name: Stats(**values) for name, values in sorted(fields.items())}
+        return stats, int(deltas[0]["n"]) >= FOLD_AFTER
 
     return Call("queue_stats", where, build, write=False)
+
+
+def fold_counts() -> Call[int]:
+    """Move the counts' deltas into the counts (PostgreSQL; nothing to do on SQLite).
+    Returns how many deltas were folded."""
+
+    def build(v: Values) -> Plan[int]:
+        rows = yield Query("fold_counts")
+        return int(rows[0]["folded"])
+
+    return Call("fold_counts", {}, build)
+
+
+def throughput(*, queue: Any, minutes: Any) -> Call[list[Throughput]]:
+    """Jobs completed and failed per minute over the last ``minutes`` (minutes without
+    any are left out)."""
+    name = None if queue is None else check.name(queue, "queue")
+    span = check.integer(minutes, "minutes", low=1, high=MAX_THROUGHPUT_MINUTES)
+
+    def build(v: Values) -> Plan[list[Throughput]]:
+        clock = yield Query("db_now")
+        current = v.decode_time(clock[0]["db_now"])
+        assert current is not None
+        start = current.replace(second=0, microsecond=0) - timedelta(minutes=span - 1)
+        rows = yield Query("throughput", {"queue": name, "since": v.encode_time(start)})
+        points = []
+        for row in rows:
+            minute = v.decode_time(row["minute"])
+            assert minute is not None
+            points.append(Throughput(minute, int(row["completed"]), int(row["failed"])))
+        return points
+
+    return Call("throughput", {"queue": name, "minutes": span}, build, write=False)
 
 
 def subscribers(job: Any) -> Call[list[str]]:

@@ -79,19 +79,78 @@ def fail_many(d: Defaults, items: Sequence[tuple[int, str, str, bool, Any]]) -> 
     batch = [_fail_item(j, c, e, bool(r), delay) for j, c, e, r, delay in items]
 
     def build(v: Values) -> Plan[list[Job]]:
-        ready = []
-        for item in batch:
-            attempts = 1
-            if item["delay_s"] is None:  # the backoff depends on the attempts made
-                rows = yield Query("get_job", {"id": item["id"]})
-                attempts = rows[0]["attempts"] if rows else 1
-            ready.append(_with_delay(item, d.backoff, attempts))
-        rows = yield Query("fail_jobs", {"items": v.json_param(ready)})
-        jobs = [v.decode_job(r) for r in rows]
-        yield from _announce_outcome(jobs)
+        jobs = yield from _fail_all(v, d.backoff, batch)
         return jobs
 
     return Call("fail_many", {"items": [_fail_wire(i) for i in batch]}, build)
+
+
+def _fail_all(v: Values, backoff: BackoffPolicy, batch: list[dict[str, Any]]) -> Plan[list[Job]]:
+    undecided = [i["id"] for i in batch if i["delay_s"] is None]
+    attempts: dict[int, int] = {}
+    if undecided:  # the backoff depends on the attempts made
+        rows = yield Query("jobs_by_id", {"ids": v.json_param(undecided)})
+        attempts = {r["id"]: r["attempts"] for r in rows}
+    ready = [_with_delay(i, backoff, attempts.get(i["id"], 1)) for i in batch]
+    rows = yield Query("fail_jobs", {"items": v.json_param(ready)})
+    jobs = [v.decode_job(r) for r in rows]
+    yield from _announce_outcome(jobs)
+    return jobs
+
+
+def snooze(job: Any, claim: Any, delay: Any) -> Call[Job]:
+    """Back to pending after ``delay``, without spending an attempt."""
+    item = _snooze_item(job, claim, delay)
+
+    def build(v: Values) -> Plan[Job]:
+        rows = yield Query("snooze_jobs", {"items": v.json_param([item])})
+        if not rows:
+            yield from refuse(item["id"], item["claim_id"], "snooze")
+        yield Announce(queues=[rows[0]["queue"]])
+        return v.decode_job(rows[0])
+
+    return Call("snooze", _wire(item, delay=item["delay_s"]), build)
+
+
+def _snooze_item(job: Any, claim: Any, delay: Any) -> dict[str, Any]:
+    return {"id": job_id(job), "claim_id": claim_id(claim), "delay_s": seconds(delay, "delay")}
+
+
+def report(
+    d: Defaults,
+    *,
+    completed: Sequence[tuple[int, str, Any]],
+    failed: Sequence[tuple[int, str, str, bool, Any]],
+    snoozed: Sequence[tuple[int, str, Any]],
+) -> Call[dict[int, Status]]:
+    """The endings of many runs in one transaction: results, failures and snoozes.
+    Returns the new status of each job written; a job left out was refused (its claim
+    no longer holds it). Builds no ``Job`` for completions: runtimes need only this."""
+    done = [_complete_item(d, *item) for item in completed]
+    bad = [_fail_item(j, c, e, bool(r), delay) for j, c, e, r, delay in failed]
+    later = [_snooze_item(j, c, delay) for j, c, delay in snoozed]
+    wire = {
+        "completed": [_wire(i, result=r) for i, (_, _, r) in zip(done, completed, strict=True)],
+        "failed": [_fail_wire(i) for i in bad],
+        "snoozed": [_wire(i, delay=i["delay_s"]) for i in later],
+    }
+
+    def build(v: Values) -> Plan[dict[int, Status]]:
+        written: dict[int, Status] = {}
+        if done:
+            rows = yield Query("complete_job_ids", {"items": v.json_param(done)})
+            written.update((r["id"], Status.COMPLETED) for r in rows)
+            yield Announce(finished=[r["id"] for r in rows])
+        if bad:
+            jobs = yield from _fail_all(v, d.backoff, bad)
+            written.update((j.id, j.status) for j in jobs)
+        if later:
+            rows = yield Query("snooze_jobs", {"items": v.json_param(later)})
+            written.update((r["id"], Status.PENDING) for r in rows)
+            yield Announce(queues={r["queue"] for r in rows})
+        return written
+
+    return Call("report", wire, build)
 
 
 def _fail_item(job: Any, claim: Any, error: Any, retryable: Any, delay: Any) -> dict[str, Any]:
@@ -133,6 +192,21 @@ def heartbeat(job: Any, claim: Any, *, extend: Any) -> Call[Job]:
         return v.decode_job(rows[0])
 
     return Call("heartbeat", {**_wire(item), "extend": extend_s}, build)
+
+
+def renew(items: Sequence[tuple[int, str]], *, extend: Any) -> Call[set[int]]:
+    """Renew many leases in one statement; returns the ids of the jobs still held
+    (a runtime's background renewal, which needs nothing more)."""
+    batch = [{"id": job_id(j), "claim_id": claim_id(c)} for j, c in items]
+    extend_s = _extend(extend)
+
+    def build(v: Values) -> Plan[set[int]]:
+        params = {"items": v.json_param(batch), "extend_s": extend_s}
+        rows = yield Query("heartbeat_job_ids", params)
+        return {r["id"] for r in rows}
+
+    wire = {"items": [_wire(i) for i in batch], "extend": extend_s}
+    return Call("renew", wire, build)
 
 
 def heartbeat_many(items: Sequence[tuple[int, str]], *, extend: Any) -> Call[list[Job]]:

@@ -16,7 +16,7 @@ from conveyor.web import envelope
 from conveyor.web.auth import ENV_TOKENS, ENV_TOKENS_FILE, Role, Tokens, tokens_from_env
 from conveyor.web.limits import BodyLimits, Limits
 from conveyor.web.metrics import Metrics
-from conveyor.web.routes import admin, jobs, ops, work
+from conveyor.web.routes import admin, flow, jobs, ops, runtime, work
 from conveyor.web.state import ServerState
 
 DESCRIPTION = """The conveyor job queue over HTTP: the same contract as the Python API.
@@ -60,7 +60,7 @@ def create_app(
     )
     app.state.conveyor = state
     envelope.install(app)
-    for module in (jobs, work, admin, ops):
+    for module in (jobs, work, runtime, admin, flow, ops):
         app.include_router(module.router)
     app.add_middleware(BodyLimits, limits=state.limits)
     return app

@@ -18,7 +18,7 @@ from pydantic import (
     StringConstraints,
 )
 
-from conveyor.job import ErrorKind, Status
+from conveyor.job import Job, Status
 from conveyor.queue import MAX_CLAIM
 from conveyor.validation import INT32, MAX_KEY_LENGTH, MAX_NAME_LENGTH
 
@@ -52,6 +52,17 @@ def _iso_text(value: Any) -> Any:
 When = Annotated[AwareDatetime, Field(strict=False), BeforeValidator(_iso_text)]
 
 
+def _iso_datetime(value: Any) -> Any:
+    # Query strings are text, and a lax datetime reads "0.5" as Unix time: parse ISO here.
+    if not isinstance(value, str):
+        raise ValueError("expected an ISO 8601 date-time string")
+    return datetime.fromisoformat(value)
+
+
+# A datetime in a query string: ISO 8601 with a UTC offset.
+WhenQuery = Annotated[AwareDatetime, BeforeValidator(_iso_datetime)]
+
+
 FinalStatus = Literal["completed", "failed", "cancelled"]
 
 
@@ -69,6 +80,13 @@ class EnqueueItem(_Request):
     run_at: When | None = Field(None, description="not before this time (with a UTC offset)")
     max_attempts: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
     subscriber: Name | None = None
+    group: Name | None = Field(None, description="its concurrency group")
+    after: Annotated[list[JobId], Field(max_length=1000)] | None = Field(
+        None, description="ids of jobs this one runs after"
+    )
+    on_dependency_failure: Literal["cancel", "run"] = Field(
+        "cancel", description="a job it runs after failed or was cancelled: cancel it, or run it"
+    )
 
 
 class EnqueueRequest(EnqueueItem):
@@ -81,11 +99,15 @@ class EnqueueRequest(EnqueueItem):
     on_failed: Literal["new", "return", "retry"] = Field(
         "new", description="the key's latest job failed: enqueue a new one, return it, or retry it"
     )
+    on_completed: Literal["new", "return"] = Field(
+        "new", description="the key's latest job completed: enqueue a new one, or return it"
+    )
 
 
 class BatchEnqueueRequest(_Request):
     jobs: Annotated[list[EnqueueItem], Field(max_length=MAX_BATCH)]
     queue: Name = "default"
+    ids_only: bool = Field(False, description='answer {"ids": [...]} instead of the jobs')
 
 
 class ClaimRequest(_Request):
@@ -174,6 +196,7 @@ class MarkNotifiedRequest(_Request):
 class CompleteByKeyRequest(_Request):
     key: Key
     result: Any = None
+    include_failed: bool = Field(False, description="complete a failed job too")
 
 
 class PruneRequest(_Request):
@@ -182,40 +205,8 @@ class PruneRequest(_Request):
 
 
 # -- responses --------------------------------------------------------------------------
-class ProgressOut(BaseModel):
-    total: int | None
-    completed: int | None
-    failed: int | None
-    current: Any
-    checkpoint: Any
-    detail: Any
-
-
-class JobOut(BaseModel):
-    id: int
-    queue: str
-    task: str
-    payload: Any
-    key: str | None
-    status: Status
-    priority: int
-    run_at: datetime
-    attempts: int
-    max_attempts: int
-    claim_id: str | None
-    claimed_at: datetime | None
-    lease_expires_at: datetime | None
-    heartbeat_at: datetime | None
-    worker: str | None
-    progress: ProgressOut
-    result: Any
-    error: str | None
-    error_kind: ErrorKind | None
-    created_at: datetime
-    started_at: datetime | None
-    finished_at: datetime | None
-    updated_at: datetime
-    deduplicated: bool = Field(description="enqueue returned an existing job for the key")
+# A job is answered in its JSON form, derived from the ``Job`` dataclass itself.
+JobOut = Job
 
 
 class JobList(BaseModel):
@@ -297,3 +288,91 @@ class ErrorBody(BaseModel):
 
 class ErrorOut(BaseModel):
     error: ErrorBody
+
+
+# -- flow control, runtimes, workers and schedules -------------------------------------
+class ClaimJobRequest(_Request):
+    lease_seconds: PositiveSeconds = 300.0
+    worker: Name | None = None
+
+
+class SnoozeRequest(_Request):
+    claim_id: ClaimId
+    delay_seconds: Seconds
+
+
+class SnoozeItem(_Request):
+    job_id: JobId
+    claim_id: ClaimId
+    delay_seconds: Seconds
+
+
+class ReportRequest(_Request):
+    completed: Annotated[list[CompleteItem], Field(max_length=MAX_BATCH)] = []
+    failed: Annotated[list[FailItem], Field(max_length=MAX_BATCH)] = []
+    snoozed: Annotated[list[SnoozeItem], Field(max_length=MAX_BATCH)] = []
+
+
+class ReportOut(BaseModel):
+    written: dict[str, Status] = Field(
+        description="the new status of each job written, by id; a job left out was refused"
+    )
+
+
+class IdsOut(BaseModel):
+    ids: list[int]
+
+
+class DependentsOut(BaseModel):
+    dependents: list[int]
+
+
+class RateIn(_Request):
+    limit: Annotated[int, Field(ge=1, le=INT32)]
+    per: PositiveSeconds = 1.0
+
+
+class LimitsRequest(_Request):
+    max_running: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
+    group_max_running: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
+    rate: RateIn | None = None
+    group_rate: RateIn | None = None
+
+
+class RetryNotificationsRequest(_Request):
+    items: Annotated[list[NotifiedItem], Field(max_length=MAX_BATCH)]
+    error: Annotated[str, StringConstraints(max_length=4000)]
+    base_seconds: Seconds = 5.0
+    cap_seconds: Seconds = 3600.0
+    max_attempts: Annotated[int, Field(ge=1, le=1000)] = 10
+
+
+class RetriedOut(BaseModel):
+    retried_count: int
+
+
+class WorkerRequest(_Request):
+    host: Name
+    pid: Annotated[int, Field(ge=0, le=INT32)]
+    queues: Annotated[list[Name], Field(max_length=1000)]
+    concurrency: Annotated[int, Field(ge=0, le=1_000_000)]
+    version: Name
+    running: Annotated[int, Field(ge=0, le=INT32)]
+    ttl_seconds: PositiveSeconds
+
+
+class ScheduleRequest(_Request):
+    task: Name
+    queue: Name
+    spec: Name
+    first_slot: When | None = None
+    next_slot: When | None = None
+
+
+class RunSlotRequest(EnqueueItem):
+    slot: When
+    next_slot: When | None = None
+
+
+class FoldedOut(BaseModel):
+    folded_count: int

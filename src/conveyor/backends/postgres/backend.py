@@ -24,13 +24,18 @@ from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from conveyor.backends.base import Backend, Row, Session
-from conveyor.backends.sql import load_migrations, load_queries, split_statements
+from conveyor.backends.sql import load_migrations, load_queries
 from conveyor.errors import ConfigurationError, DatabaseError, DuplicateJob, InvalidArgument
 
 log = logging.getLogger("conveyor.postgres")
 _PACKAGE = "conveyor.backends.postgres"
 _PARAM = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+# A job's error history as it stands before one more entry: the latest 19 (of at most 20).
+_ERRORS_KEPT = (
+    "(CASE WHEN jsonb_array_length(coalesce(errors, '[]'::jsonb)) >= 20"
+    " THEN errors - 0 ELSE coalesce(errors, '[]'::jsonb) END)"
+)
 # Keep NOTIFY payloads well under PostgreSQL's 8000-byte limit.
 _MAX_PAYLOAD = 4000
 
@@ -133,7 +138,7 @@ class PostgresBackend(Backend):
             )
         self.schema = schema
         self._conninfo = conninfo
-        macros = {"schema": sql.Identifier(schema).as_string(None)}
+        macros = {"schema": sql.Identifier(schema).as_string(None), "errors_kept": _ERRORS_KEPT}
         self._queries = {k: _to_psycopg(v) for k, v in load_queries(_PACKAGE, macros).items()}
         self._migrations = load_migrations(_PACKAGE, macros)
         self.channel = f"conveyor_{schema}"[:63]
@@ -239,8 +244,10 @@ class PostgresBackend(Backend):
             for migration in self._migrations:
                 if migration.version in done or (target and migration.version > target):
                     continue
-                for statement in split_statements(migration.sql):
-                    conn.execute(statement.encode())  # bytes: no placeholder parsing
+                # One script, sent as a simple query (no parameters), so function bodies
+                # with semicolons of their own need no splitting; bytes: no placeholder
+                # parsing.
+                conn.execute(migration.sql.encode())
                 conn.execute(
                     sql.SQL(
                         "INSERT INTO {}.conveyor_migrations (version, name) VALUES (%s, %s)"

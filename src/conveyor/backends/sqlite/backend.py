@@ -24,6 +24,12 @@ from conveyor.errors import ConfigurationError, DatabaseError, DuplicateJob, Inv
 _PACKAGE = "conveyor.backends.sqlite"
 # The database clock as seconds since the epoch, to the millisecond.
 _NOW = "((julianday('now') - 2440587.5) * 86400.0)"
+# A job's error history as it stands before one more entry: the latest 19 (of at most 20).
+_ERRORS_KEPT = (
+    "CASE WHEN json_array_length(coalesce(errors, '[]')) >= 20"
+    " THEN json_remove(errors, '$[0]') ELSE coalesce(errors, '[]') END"
+)
+_MACROS = {"now": _NOW, "errors_kept": _ERRORS_KEPT}
 SYNCHRONOUS = ("full", "normal", "extra")
 
 
@@ -85,8 +91,8 @@ class SQLiteBackend(Backend):
             )
         self.path = path
         self._timeout = timeout
-        self._queries = load_queries(_PACKAGE, {"now": _NOW})
-        self._migrations = load_migrations(_PACKAGE, {"now": _NOW})
+        self._queries = load_queries(_PACKAGE, _MACROS)
+        self._migrations = load_migrations(_PACKAGE, _MACROS)
         # One writing connection per backend, shared by the threads of this process under
         # a lock: writes are serialised by SQLite anyway, and :memory: needs a single
         # connection. Reads use connections of their own (WAL readers never wait for the
@@ -108,6 +114,9 @@ class SQLiteBackend(Backend):
             self.path, timeout=self._timeout, isolation_level=None, check_same_thread=False
         )
         conn.execute("PRAGMA foreign_keys = ON")
+        # Cancelling a job for its failed dependency cancels that job's own dependents:
+        # the trigger that does it must fire for its own updates.
+        conn.execute("PRAGMA recursive_triggers = ON")
         return conn
 
     # -- sessions -------------------------------------------------------------------
@@ -202,7 +211,7 @@ class SQLiteBackend(Backend):
                 for migration in self._migrations:
                     if migration.version in done or (target and migration.version > target):
                         continue
-                    for statement in split_statements(migration.sql):
+                    for statement in split_statements(migration.sql, sqlite3.complete_statement):
                         cur.execute(statement)
                     cur.execute(
                         f"INSERT INTO conveyor_migrations VALUES (?, ?, {_NOW})",

@@ -16,7 +16,7 @@ from conveyor.web.models import (
     RemovedOut,
     ResetOut,
 )
-from conveyor.web.routes.common import JobIdPath, QueuePath, errors
+from conveyor.web.routes.common import JobIdPath, QueuePath, QueuesQuery, errors, queue_list
 from conveyor.web.state import State, job_out
 
 router = APIRouter(tags=["admin"], dependencies=[require(Role.ADMIN)])
@@ -31,6 +31,18 @@ router = APIRouter(tags=["admin"], dependencies=[require(Role.ADMIN)])
 def retry(job_id: JobIdPath, state: State) -> dict[str, Any]:
     """A failed, cancelled or completed job back to pending, attempts reset."""
     return job_out(state.queue.retry(job_id))
+
+
+@router.post(
+    "/api/jobs/{job_id:int}/release",
+    response_model=JobOut,
+    responses=errors(404, 409),
+    summary="Put a running job back to pending, whoever holds it",
+)
+def release_job(job_id: JobIdPath, state: State) -> dict[str, Any]:
+    """An admin's reset of one job: its claim no longer holds it, and any write by that
+    claim is refused."""
+    return job_out(state.queue.release_job(job_id))
 
 
 @router.post(
@@ -54,10 +66,12 @@ def cancel(job_id: JobIdPath, state: State) -> dict[str, Any]:
 def reset_claims(
     state: State,
     older_than_minutes: Annotated[float, Query(ge=0, le=TEN_YEARS / 60, allow_inf_nan=False)],
+    queue: QueuesQuery = None,
 ) -> dict[str, Any]:
-    """Every running job claimed more than `older_than_minutes` ago goes back to
-    pending."""
-    return {"reset_count": state.queue.reset_claims(older_than_minutes * 60)}
+    """Every running job (of the queues named, when given) claimed more than
+    `older_than_minutes` ago goes back to pending."""
+    count = state.queue.reset_claims(older_than_minutes * 60, queue=queue_list(queue))
+    return {"reset_count": count}
 
 
 @router.post(
@@ -78,6 +92,8 @@ def prune(body: PruneRequest, state: State) -> dict[str, Any]:
     summary="Complete the active job with a key: the work was done elsewhere",
 )
 def complete_by_key(queue: QueuePath, body: CompleteByKeyRequest, state: State) -> dict[str, Any]:
-    count = state.queue.complete_by_key(body.key, queue=queue, result=body.result)
+    count = state.queue.complete_by_key(
+        body.key, queue=queue, result=body.result, include_failed=body.include_failed
+    )
     state.metrics.acked_jobs(count, queue)
     return {"completed_count": count}

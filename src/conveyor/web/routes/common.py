@@ -35,9 +35,28 @@ QueuePath = Annotated[
     str, Path(min_length=1, max_length=MAX_NAME_LENGTH, pattern=_NO_CONTROL, description="queue")
 ]
 ClaimIdPath = Annotated[str, Path(min_length=1, max_length=200, pattern=_NO_CONTROL)]
+NamePath = Annotated[
+    str, Path(min_length=1, max_length=MAX_NAME_LENGTH, pattern=_NO_CONTROL, description="name")
+]
 QUEUE = Query(min_length=1, max_length=MAX_NAME_LENGTH, pattern=_NO_CONTROL)
 KEY = Query(min_length=1, max_length=MAX_KEY_LENGTH, pattern=_NO_CONTROL)
 QueueQuery = Annotated[str | None, QUEUE]
+TaskQuery = Annotated[
+    str | None, Query(min_length=1, max_length=MAX_NAME_LENGTH, pattern=_NO_CONTROL)
+]
+QUEUES = Query(
+    min_length=1,
+    max_length=20_000,
+    pattern=_NO_CONTROL,
+    description="queue names, comma-separated (default: every queue)",
+)
+QueuesQuery = Annotated[str | None, QUEUES]
+
+
+def queue_list(value: str | None) -> list[str] | None:
+    return None if value is None else [name for name in value.split(",") if name]
+
+
 KeyQuery = Annotated[str | None, KEY]
 
 

@@ -16,11 +16,21 @@ from conveyor.web.auth import Role, require
 from conveyor.web.models import (
     BatchEnqueueRequest,
     EnqueueRequest,
+    IdsOut,
     JobList,
     JobOut,
     SubscribersOut,
+    WhenQuery,
 )
-from conveyor.web.routes.common import KEY, QUEUE, JobIdPath, KeyQuery, QueueQuery, errors
+from conveyor.web.routes.common import (
+    KEY,
+    QUEUE,
+    JobIdPath,
+    KeyQuery,
+    QueueQuery,
+    TaskQuery,
+    errors,
+)
 from conveyor.web.state import State, job_out
 
 router = APIRouter(tags=["jobs"])
@@ -61,6 +71,10 @@ def enqueue(body: EnqueueRequest, state: State, response: Response) -> dict[str,
         on_active=body.on_active,
         cache_ttl=body.cache_ttl_seconds,
         on_failed=body.on_failed,
+        on_completed=body.on_completed,
+        group=body.group,
+        after=body.after,
+        on_dependency_failure=body.on_dependency_failure,
     )
     if job.deduplicated:
         response.status_code = 200
@@ -70,7 +84,7 @@ def enqueue(body: EnqueueRequest, state: State, response: Response) -> dict[str,
 
 @router.post(
     "/api/jobs/batch",
-    response_model=JobList,
+    response_model=JobList | IdsOut,
     status_code=201,
     dependencies=worker,
     responses=errors(409),
@@ -78,6 +92,8 @@ def enqueue(body: EnqueueRequest, state: State, response: Response) -> dict[str,
 )
 def enqueue_many(body: BatchEnqueueRequest, state: State) -> dict[str, Any]:
     items = [item.model_dump(exclude_unset=True, exclude_none=True) for item in body.jobs]
+    if body.ids_only:
+        return {"ids": state.queue.enqueue_ids(items, queue=body.queue)}
     jobs = state.queue.enqueue_many(items, queue=body.queue)
     state.metrics.enqueued_jobs(jobs)
     return {"jobs": [job_out(j) for j in jobs]}
@@ -95,17 +111,21 @@ def list_jobs(
     queue: QueueQuery = None,
     status: Status | None = None,
     key: KeyQuery = None,
+    task: TaskQuery = None,
     limit: Annotated[int, Query(ge=1, le=MAX_LIST)] = 100,
     after: Annotated[int | None, Query(ge=0, le=2**63 - 1, description="last id seen")] = None,
     newest_first: bool = False,
+    created_after: Annotated[WhenQuery | None, Query()] = None,
+    created_before: Annotated[WhenQuery | None, Query()] = None,
 ) -> dict[str, Any]:
     """Jobs in id order, `limit` at a time; page with `after` = the last id seen.
     `newest_first`: descending ids, where `after` means ids below it."""
     if limit > state.limits.max_list:
         raise InvalidArgument(f"limit: expected at most {state.limits.max_list}, got {limit}")
     jobs = state.queue.jobs(
-        queue=queue, status=status, key=key, limit=limit, after=after, newest_first=newest_first
-    )
+        queue=queue, status=status, key=key, task=task, limit=limit, after=after,
+        newest_first=newest_first, created_after=created_after, created_before=created_before,
+    )  # fmt: skip
     return {"jobs": [job_out(j) for j in jobs]}
 
 
@@ -120,8 +140,9 @@ def latest(
     state: State,
     key: Annotated[str, KEY],
     queue: Annotated[str, QUEUE] = "default",
+    task: TaskQuery = None,
 ) -> dict[str, Any]:
-    job = state.queue.latest(key, queue=queue)
+    job = state.queue.latest(key, queue=queue, task=task)
     if job is None:
         raise JobNotFound(f"no job has key {key!r} in queue {queue!r}")
     return job_out(job)

@@ -8,6 +8,7 @@ from fastapi import APIRouter
 from fastapi.responses import HTMLResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
+from conveyor.job import sum_stats
 from conveyor.web.auth import Role, require
 from conveyor.web.dashboard import PAGE
 from conveyor.web.models import HealthOut, QueuesOut, StatsOut
@@ -39,10 +40,9 @@ def stats(state: State, queue: QueueQuery = None) -> dict[str, Any]:
 )
 def queues(state: State) -> dict[str, Any]:
     per_queue = state.queue.queue_stats()
-    total = state.queue.stats()
     return {
         "queues": {name: s.to_dict() for name, s in per_queue.items()},
-        "total": total.to_dict(),
+        "total": sum_stats(per_queue.values()).to_dict(),
     }
 
 

@@ -30,7 +30,14 @@ from conveyor.web.models import (
     ResetOut,
     TakeNotificationsRequest,
 )
-from conveyor.web.routes.common import ClaimIdPath, JobIdPath, QueuePath, errors
+from conveyor.web.routes.common import (
+    ClaimIdPath,
+    JobIdPath,
+    QueuePath,
+    QueuesQuery,
+    errors,
+    queue_list,
+)
 from conveyor.web.state import State, job_out
 
 router = APIRouter(tags=["work"], dependencies=[require(Role.WORKER)])
@@ -221,10 +228,11 @@ def ack(claim_id: ClaimIdPath, state: State) -> dict[str, Any]:
     responses=errors(),
     summary="Give a claim's running jobs back to pending",
 )
-def release(claim_id: ClaimIdPath, state: State) -> dict[str, Any]:
+def release(claim_id: ClaimIdPath, state: State, queue: QueuesQuery = None) -> dict[str, Any]:
     """An admin's reset of one claim, or a worker giving back its own claim as it
-    shuts down. Unknown or finished claims reset nothing (`reset_count` 0)."""
-    return {"reset_count": state.queue.release(claim_id)}
+    shuts down (of the queues named, when given). Unknown or finished claims reset
+    nothing (`reset_count` 0)."""
+    return {"reset_count": state.queue.release(claim_id, queue=queue_list(queue))}
 
 
 @router.post(
@@ -233,7 +241,8 @@ def release(claim_id: ClaimIdPath, state: State) -> dict[str, Any]:
     responses=errors(),
     summary="Recover jobs whose lease expired",
 )
-def recover(state: State) -> dict[str, Any]:
-    """Back to pending, or failed when their attempts are spent. Every worker runs
-    this now and then (its rescuer), so the worker role may."""
-    return {"recovered_count": state.queue.recover()}
+def recover(state: State, queue: QueuesQuery = None) -> dict[str, Any]:
+    """Back to pending, or failed when their attempts are spent (of the queues named,
+    when given). Every worker runs this now and then (its rescuer), so the worker role
+    may."""
+    return {"recovered_count": state.queue.recover(queue=queue_list(queue))}

@@ -1,0 +1,85 @@
+-- Every failed attempt's error, kept on the job (the latest 20): a JSON array of
+-- {"attempt", "error", "kind", "at", "worker"}.
+ALTER TABLE conveyor_jobs ADD COLUMN errors TEXT;
+
+-- A concurrency group ("book-42"): a queue may cap how many of a group run at once.
+ALTER TABLE conveyor_jobs ADD COLUMN job_group TEXT;
+
+-- Dependencies: the ids this job runs after (a JSON array, for reading), how many of
+-- them are not yet satisfied (a job is claimable only at 0), and whether other jobs
+-- wait on this one (so finishing it looks for them).
+ALTER TABLE conveyor_jobs ADD COLUMN depends_on TEXT;
+ALTER TABLE conveyor_jobs ADD COLUMN waiting_for INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE conveyor_jobs ADD COLUMN has_dependents INTEGER NOT NULL DEFAULT 0;
+
+CREATE TABLE conveyor_dependencies (
+    job_id         INTEGER NOT NULL REFERENCES conveyor_jobs (id) ON DELETE CASCADE,
+    depends_on     INTEGER NOT NULL REFERENCES conveyor_jobs (id) ON DELETE CASCADE,
+    -- 1: the job runs once the dependency is final, whatever its end; 0: only once it
+    -- completed (its failure or cancellation cancels the job).
+    run_on_failure INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (job_id, depends_on)
+) WITHOUT ROWID;
+
+CREATE INDEX conveyor_dependencies_of ON conveyor_dependencies (depends_on);
+
+-- Claims scan only jobs whose dependencies are met.
+DROP INDEX conveyor_jobs_claimable;
+CREATE INDEX conveyor_jobs_claimable
+    ON conveyor_jobs (queue, priority, id)
+    WHERE status = 'pending' AND waiting_for = 0;
+
+-- Pending jobs not yet due (scheduled, backing off), and those waiting on others:
+-- counted to tell how many jobs are claimable now without scanning the backlog.
+CREATE INDEX conveyor_jobs_not_due ON conveyor_jobs (queue, run_at) WHERE status = 'pending';
+CREATE INDEX conveyor_jobs_waiting
+    ON conveyor_jobs (queue, run_at)
+    WHERE status = 'pending' AND waiting_for > 0;
+
+-- Running jobs per group, for group caps.
+CREATE INDEX conveyor_jobs_running_group
+    ON conveyor_jobs (queue, job_group)
+    WHERE status = 'running' AND job_group IS NOT NULL;
+
+CREATE INDEX conveyor_jobs_task ON conveyor_jobs (task, id);
+CREATE INDEX conveyor_jobs_created ON conveyor_jobs (created_at);
+
+-- A dependency changed state: its dependents still pending count it as met or unmet,
+-- or are cancelled. An edge with run_on_failure = 0 is met when the dependency
+-- completed; one with 1 when it is final. Cancelling a dependent fires this trigger
+-- again for its own dependents (recursive_triggers is on).
+CREATE TRIGGER conveyor_dependency_met
+AFTER UPDATE OF status ON conveyor_jobs
+WHEN NEW.has_dependents AND OLD.status <> NEW.status
+BEGIN
+    UPDATE conveyor_jobs
+    SET waiting_for = max(waiting_for - 1, 0), updated_at = {now}
+    WHERE status = 'pending'
+      AND id IN (SELECT d.job_id FROM conveyor_dependencies AS d
+                 WHERE d.depends_on = NEW.id
+                   AND ((d.run_on_failure = 0 AND NEW.status = 'completed')
+                        OR (d.run_on_failure = 1
+                            AND NEW.status IN ('completed', 'failed', 'cancelled')
+                            AND OLD.status IN ('pending', 'running'))));
+
+    UPDATE conveyor_jobs
+    SET waiting_for = waiting_for + 1, updated_at = {now}
+    WHERE status = 'pending'
+      AND id IN (SELECT d.job_id FROM conveyor_dependencies AS d
+                 WHERE d.depends_on = NEW.id
+                   AND ((d.run_on_failure = 0 AND OLD.status = 'completed')
+                        OR (d.run_on_failure = 1
+                            AND OLD.status IN ('completed', 'failed', 'cancelled')
+                            AND NEW.status IN ('pending', 'running'))));
+
+    UPDATE conveyor_jobs
+    SET status = 'cancelled',
+        error = 'dependency job ' || NEW.id || ' ' || NEW.status,
+        error_kind = 'terminal',
+        finished_at = {now},
+        updated_at = {now}
+    WHERE status = 'pending'
+      AND NEW.status IN ('failed', 'cancelled')
+      AND id IN (SELECT d.job_id FROM conveyor_dependencies AS d
+                 WHERE d.depends_on = NEW.id AND d.run_on_failure = 0);
+END;

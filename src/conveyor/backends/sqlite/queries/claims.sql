@@ -1,0 +1,119 @@
+-- Claims: taking jobs, and handing them back.
+
+-- name: claim_jobs
+-- The fast path: queues without flow control (pause, limits) only.
+UPDATE conveyor_jobs
+SET status = 'running',
+    attempts = attempts + 1,
+    claim_id = :claim_id,
+    worker = :worker,
+    claimed_at = {now},
+    heartbeat_at = {now},
+    started_at = {now},
+    lease_seconds = :lease_s,
+    lease_expires_at = {now} + :lease_s,
+    updated_at = {now}
+WHERE id IN (
+    SELECT id FROM conveyor_jobs
+    WHERE queue = :queue AND status = 'pending' AND waiting_for = 0 AND run_at <= {now}
+    ORDER BY priority, id
+    LIMIT :limit)
+  AND NOT EXISTS (SELECT 1 FROM conveyor_queues AS c WHERE c.queue = :queue AND c.controlled)
+RETURNING *;
+
+-- name: claim_ids
+-- The flow-controlled path: the jobs chosen under the queue's limits. Still guarded.
+UPDATE conveyor_jobs
+SET status = 'running',
+    attempts = attempts + 1,
+    claim_id = :claim_id,
+    worker = :worker,
+    claimed_at = {now},
+    heartbeat_at = {now},
+    started_at = {now},
+    lease_seconds = :lease_s,
+    lease_expires_at = {now} + :lease_s,
+    updated_at = {now}
+WHERE id IN (SELECT value FROM json_each(:ids)) AND status = 'pending' AND waiting_for = 0
+RETURNING *;
+
+-- name: claim_job
+-- One job, named by id: claimable while pending with its dependencies met.
+UPDATE conveyor_jobs
+SET status = 'running',
+    attempts = attempts + 1,
+    claim_id = :claim_id,
+    worker = :worker,
+    claimed_at = {now},
+    heartbeat_at = {now},
+    started_at = {now},
+    lease_seconds = :lease_s,
+    lease_expires_at = {now} + :lease_s,
+    updated_at = {now}
+WHERE id = :id AND status = 'pending' AND waiting_for = 0
+RETURNING *;
+
+-- name: count_claimable
+-- Claimable now: pending, minus those not yet due or waiting on others. Counted from
+-- the counts table and two small index ranges, never the backlog; 0 while paused.
+SELECT CASE
+    WHEN EXISTS (SELECT 1 FROM conveyor_queues WHERE queue = :queue AND paused) THEN 0
+    ELSE coalesce((SELECT n FROM conveyor_counts WHERE queue = :queue AND status = 'pending'), 0)
+         - (SELECT count(*) FROM conveyor_jobs
+            WHERE queue = :queue AND status = 'pending' AND run_at > {now})
+         - (SELECT count(*) FROM conveyor_jobs
+            WHERE queue = :queue AND status = 'pending' AND waiting_for > 0
+              AND run_at <= {now})
+    END AS n;
+
+-- name: ack_claim
+UPDATE conveyor_jobs
+SET status = 'completed', error = NULL, error_kind = NULL, finished_at = {now},
+    lease_expires_at = NULL, updated_at = {now}
+WHERE claim_id = :claim_id AND status = 'running'
+RETURNING id, queue;
+
+-- name: release_claim
+UPDATE conveyor_jobs
+SET status = 'pending', claim_id = NULL, claimed_at = NULL, worker = NULL,
+    heartbeat_at = NULL, lease_expires_at = NULL, updated_at = {now}
+WHERE claim_id = :claim_id AND status = 'running'
+  AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
+RETURNING id, queue;
+
+-- name: release_job
+UPDATE conveyor_jobs
+SET status = 'pending', claim_id = NULL, claimed_at = NULL, worker = NULL,
+    heartbeat_at = NULL, lease_expires_at = NULL, updated_at = {now}
+WHERE id = :id AND status = 'running'
+RETURNING *;
+
+-- name: reset_claims
+UPDATE conveyor_jobs
+SET status = 'pending', claim_id = NULL, claimed_at = NULL, worker = NULL,
+    heartbeat_at = NULL, lease_expires_at = NULL, updated_at = {now}
+WHERE status = 'running' AND claimed_at <= {now} - :older_than_s
+  AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
+RETURNING id, queue;
+
+-- name: recover_expired
+-- Running jobs whose lease ran out: their worker died or hung. Back to pending while
+-- attempts remain, otherwise failed for good. The checkpoint is kept for resume; the
+-- attempt's error joins the job's history.
+UPDATE conveyor_jobs
+SET status = CASE WHEN attempts < max_attempts THEN 'pending' ELSE 'failed' END,
+    finished_at = CASE WHEN attempts < max_attempts THEN NULL ELSE {now} END,
+    error = 'lease expired: worker ' || coalesce(worker, '?') || ' stopped renewing its claim'
+            || ' (attempt ' || attempts || ' of ' || max_attempts || ')',
+    error_kind = 'retryable',
+    errors = json_insert({errors_kept}, '$[#]', json_object(
+        'attempt', attempts, 'kind', 'retryable', 'at', {now}, 'worker', worker,
+        'error', 'lease expired: worker ' || coalesce(worker, '?')
+                 || ' stopped renewing its claim')),
+    claim_id = NULL, claimed_at = NULL, worker = NULL, heartbeat_at = NULL,
+    lease_expires_at = NULL,
+    updated_at = {now}
+WHERE status = 'running' AND lease_expires_at < {now}
+  AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
+  AND (:id IS NULL OR id = :id)
+RETURNING id, queue, status;

@@ -1,0 +1,70 @@
+-- Adding jobs. {now} is the database clock in epoch seconds. The PostgreSQL backend has
+-- the same statement names with the same parameters.
+
+-- name: insert_job
+INSERT INTO conveyor_jobs
+    (queue, task, payload, key, priority, run_at, max_attempts, job_group, depends_on,
+     waiting_for, created_at, updated_at)
+VALUES
+    (:queue, :task, :payload, :key, :priority, coalesce(:run_at, {now}), :max_attempts,
+     :job_group, :depends_on, :waiting_for, {now}, {now})
+ON CONFLICT (queue, key) WHERE key IS NOT NULL AND status IN ('pending', 'running')
+DO NOTHING
+RETURNING *;
+
+-- name: insert_jobs
+-- Many jobs without keys or dependencies in one statement; :items is a JSON array.
+INSERT INTO conveyor_jobs
+    (queue, task, payload, key, priority, run_at, max_attempts, job_group, created_at,
+     updated_at)
+SELECT value ->> '$.queue', value ->> '$.task', value ->> '$.payload', NULL,
+       value ->> '$.priority', coalesce(value ->> '$.run_at', {now}),
+       value ->> '$.max_attempts', value ->> '$.job_group', {now}, {now}
+FROM json_each(:items)
+ORDER BY json_each.key
+RETURNING *;
+
+-- name: insert_job_ids
+-- The same, returning only the new ids (bulk loads that need no Job objects).
+INSERT INTO conveyor_jobs
+    (queue, task, payload, key, priority, run_at, max_attempts, job_group, created_at,
+     updated_at)
+SELECT value ->> '$.queue', value ->> '$.task', value ->> '$.payload', NULL,
+       value ->> '$.priority', coalesce(value ->> '$.run_at', {now}),
+       value ->> '$.max_attempts', value ->> '$.job_group', {now}, {now}
+FROM json_each(:items)
+ORDER BY json_each.key
+RETURNING id;
+
+-- name: active_by_key
+SELECT *, {now} AS db_now FROM conveyor_jobs
+WHERE queue = :queue AND key = :key AND status IN ('pending', 'running');
+
+-- name: latest_by_key
+SELECT *, {now} AS db_now FROM conveyor_jobs
+WHERE queue = :queue AND key = :key AND (:task IS NULL OR task = :task)
+ORDER BY id DESC
+LIMIT 1;
+
+-- name: add_subscriber
+INSERT INTO conveyor_subscribers (job_id, subscriber, created_at)
+VALUES (:job_id, :subscriber, {now})
+ON CONFLICT DO NOTHING;
+
+-- name: mark_dependencies
+-- The jobs a new job runs after learn that it waits on them; returns their states.
+UPDATE conveyor_jobs SET has_dependents = 1
+WHERE id IN (SELECT value FROM json_each(:ids))
+RETURNING id, status;
+
+-- name: insert_dependencies
+INSERT INTO conveyor_dependencies (job_id, depends_on, run_on_failure)
+SELECT :job_id, value, :run_on_failure FROM json_each(:ids);
+
+-- name: cancel_for_dependency
+-- A new job whose dependency already failed or was cancelled: it will never run.
+UPDATE conveyor_jobs
+SET status = 'cancelled', error = :error, error_kind = 'terminal', finished_at = {now},
+    updated_at = {now}
+WHERE id = :id AND status = 'pending'
+RETURNING *;

@@ -1,0 +1,78 @@
+-- Workers, periodic schedules and subscriber notifications.
+
+-- name: worker_seen
+INSERT INTO conveyor_workers
+    (name, host, pid, queues, concurrency, version, started_at, last_seen_at, expires_at,
+     running)
+VALUES
+    (:name, :host, :pid, :queues, :concurrency, :version, {now}, {now}, {now} + :ttl_s,
+     :running)
+ON CONFLICT (name) DO UPDATE
+SET host = excluded.host, pid = excluded.pid, queues = excluded.queues,
+    concurrency = excluded.concurrency, version = excluded.version,
+    last_seen_at = {now}, expires_at = {now} + :ttl_s, running = excluded.running;
+
+-- name: worker_stopped
+DELETE FROM conveyor_workers WHERE name = :name;
+
+-- name: list_workers
+SELECT *, {now} AS db_now FROM conveyor_workers WHERE expires_at > {now} ORDER BY name;
+
+-- name: forget_workers
+-- Entries of workers presumed dead (expired) for longer than :older_than_s.
+DELETE FROM conveyor_workers WHERE expires_at <= {now} - :older_than_s;
+
+-- name: save_schedule
+-- A schedule as the app declares it. A new one starts at :first_slot (slots before it
+-- are not owed); a known one keeps the slot it reached.
+INSERT INTO conveyor_schedules (name, task, queue, spec, last_slot, next_slot, updated_at)
+VALUES (:name, :task, :queue, :spec, :first_slot, :next_slot, {now})
+ON CONFLICT (name) DO UPDATE
+SET task = excluded.task, queue = excluded.queue, spec = excluded.spec, updated_at = {now}
+RETURNING *, {now} AS db_now;
+
+-- name: take_schedule_slot
+-- The guard that makes a slot run once: only one caller moves last_slot past it.
+UPDATE conveyor_schedules
+SET last_slot = :slot, next_slot = :next_slot, updated_at = {now}
+WHERE name = :name AND (last_slot IS NULL OR last_slot < :slot)
+RETURNING name;
+
+-- name: list_schedules
+SELECT *, {now} AS db_now FROM conveyor_schedules ORDER BY name;
+
+-- name: take_notifications
+-- Subscribers of final jobs not yet told of the job's latest finish (a job retried and
+-- finished again is announced again), taken for :lease_s seconds by one dispatcher.
+UPDATE conveyor_subscribers
+SET notifying_until = {now} + :lease_s
+WHERE (job_id, subscriber) IN (
+    SELECT s.job_id, s.subscriber
+    FROM conveyor_subscribers AS s
+    JOIN conveyor_jobs AS j ON j.id = s.job_id
+    WHERE j.status IN ('completed', 'failed', 'cancelled')
+      AND (s.notified_at IS NULL OR s.notified_at < j.finished_at)
+      AND (s.notifying_until IS NULL OR s.notifying_until < {now})
+    ORDER BY s.job_id, s.subscriber
+    LIMIT :limit)
+RETURNING job_id, subscriber;
+
+-- name: mark_notified
+-- :items is a JSON array of {"job_id", "subscriber"}.
+UPDATE conveyor_subscribers
+SET notified_at = {now}, notifying_until = NULL, attempts = 0, last_error = NULL
+WHERE EXISTS (SELECT 1 FROM json_each(:items)
+              WHERE value ->> '$.job_id' = conveyor_subscribers.job_id
+                AND value ->> '$.subscriber' = conveyor_subscribers.subscriber);
+
+-- name: retry_notifications
+-- Deliveries that failed: offered again after a back-off that doubles per attempt
+-- (:base_s, capped at :cap_s); after :max_attempts they count as told, the error kept.
+UPDATE conveyor_subscribers
+SET attempts = attempts + 1,
+    last_error = :error,
+    notifying_until = {now} + min(:cap_s, :base_s * (1 << min(attempts, 30))),
+    notified_at = CASE WHEN attempts + 1 >= :max_attempts THEN {now} ELSE notified_at END
+WHERE EXISTS (SELECT 1 FROM json_each(:items)
+              WHERE value ->> '$.job_id' = conveyor_subscribers.job_id
+                AND value ->> '$.subscriber' = conveyor_subscribers.subscriber);

@@ -1,0 +1,104 @@
+"""What conveyor tells about queues, workers and schedules, beside the jobs themselves:
+flow-control settings, the worker registry, periodic schedules and throughput."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from conveyor import validation as check
+from conveyor.errors import InvalidArgument
+from conveyor.retry import seconds
+
+
+@dataclass(frozen=True, slots=True)
+class Rate:
+    """At most ``limit`` job starts in any window of ``per`` (a sliding window)."""
+
+    limit: int
+    per: float
+
+    def __init__(self, limit: int, per: timedelta | float = 1.0) -> None:
+        object.__setattr__(self, "limit", check.integer(limit, "rate limit", low=1))
+        object.__setattr__(self, "per", seconds(per, "rate period", allow_zero=False))
+
+    @classmethod
+    def parse(cls, value: Any, what: str = "rate") -> Rate:
+        """A ``Rate``, or text ``"10/1s"``, ``"100/m"`` (count per period)."""
+        if isinstance(value, Rate):
+            return value
+        if isinstance(value, str) and "/" in value:
+            count, _, period = value.partition("/")
+            units = {"s": 1.0, "m": 60.0, "h": 3600.0}
+            period = period.strip() or "s"
+            unit = period[-1] if period[-1] in units else "s"
+            number = period[:-1] if period[-1] in units else period
+            try:
+                return cls(int(count), float(number or 1) * units[unit])
+            except (ValueError, InvalidArgument):
+                pass
+        raise InvalidArgument(f"{what}: expected a Rate or text such as '10/1s', got {value!r}")
+
+    def __str__(self) -> str:
+        return f"{self.limit}/{self.per:g}s"
+
+
+@dataclass(frozen=True, slots=True)
+class QueueSettings:
+    """A queue's flow control. ``max_running``: jobs of the queue running at once, on
+    all workers together. ``group_max_running``: the same for each group of the queue.
+    ``rate``/``group_rate``: starts per window, for the queue and for each group."""
+
+    queue: str
+    paused: bool = False
+    max_running: int | None = None
+    group_max_running: int | None = None
+    rate: Rate | None = None
+    group_rate: Rate | None = None
+    updated_at: datetime | None = None
+
+    @property
+    def controlled(self) -> bool:
+        return self.paused or any(
+            v is not None
+            for v in (self.max_running, self.group_max_running, self.rate, self.group_rate)
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerInfo:
+    """A worker as it registered itself; ``last_seen_at`` moves with its heartbeats."""
+
+    name: str
+    host: str
+    pid: int
+    queues: tuple[str, ...]
+    concurrency: int
+    version: str
+    started_at: datetime
+    last_seen_at: datetime
+    expires_at: datetime
+    running: int
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleInfo:
+    """A periodic schedule: the last slot that was enqueued and the next one due."""
+
+    name: str
+    task: str
+    queue: str
+    spec: str
+    last_slot: datetime | None
+    next_slot: datetime | None
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Throughput:
+    """Jobs that completed and failed in one minute (``minute`` is its start)."""
+
+    minute: datetime
+    completed: int
+    failed: int

@@ -1,0 +1,175 @@
+"""The worker registry and periodic schedules."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from conveyor import validation as check
+from conveyor.errors import InvalidArgument
+from conveyor.info import ScheduleInfo, WorkerInfo
+from conveyor.job import Job
+from conveyor.ops import Announce, Call, Count, Plan, Query, Row, Values
+from conveyor.ops.defaults import Defaults
+from conveyor.ops.enqueue import NewJob, new_job
+from conveyor.retry import seconds
+
+
+def worker_seen(
+    *,
+    name: Any,
+    host: Any,
+    pid: Any,
+    queues: Sequence[str],
+    concurrency: Any,
+    version: Any,
+    running: Any,
+    ttl: Any,
+) -> Call[None]:
+    """Register a worker, or refresh its entry: it counts as alive for ``ttl`` more."""
+    params = {
+        "name": check.name(name, "worker"),
+        "host": check.name(host, "host"),
+        "pid": check.integer(pid, "pid", low=0),
+        "queues": [check.name(q, "queue") for q in queues],
+        "concurrency": check.integer(concurrency, "concurrency", low=0),
+        "version": check.name(version, "version"),
+        "running": check.integer(running, "running", low=0),
+        "ttl_s": seconds(ttl, "ttl", allow_zero=False),
+    }
+
+    def build(v: Values) -> Plan[None]:
+        yield Count("worker_seen", {**params, "queues": v.json_param(params["queues"])})
+
+    return Call("worker_seen", params, build)
+
+
+def worker_stopped(name: Any) -> Call[None]:
+    worker = check.name(name, "worker")
+
+    def build(v: Values) -> Plan[None]:
+        yield Count("worker_stopped", {"name": worker})
+
+    return Call("worker_stopped", {"name": worker}, build)
+
+
+def workers() -> Call[list[WorkerInfo]]:
+    """Every worker whose entry has not expired, idle ones too."""
+
+    def build(v: Values) -> Plan[list[WorkerInfo]]:
+        rows = yield Query("list_workers")
+        return [_worker(v, r) for r in rows]
+
+    return Call("workers", {}, build, write=False)
+
+
+def forget_workers(older_than: Any) -> Call[int]:
+    """Delete the entries of workers presumed dead for longer than ``older_than``."""
+    older_than_s = seconds(older_than, "older_than")
+
+    def build(v: Values) -> Plan[int]:
+        removed: int = yield Count("forget_workers", {"older_than_s": older_than_s})
+        return removed
+
+    return Call("forget_workers", {"older_than": older_than_s}, build)
+
+
+def _worker(v: Values, row: Row) -> WorkerInfo:
+    return WorkerInfo(
+        name=row["name"],
+        host=row["host"],
+        pid=row["pid"],
+        queues=tuple(v.decode_json(row["queues"])),
+        concurrency=row["concurrency"],
+        version=row["version"],
+        started_at=_time(v, row["started_at"]),
+        last_seen_at=_time(v, row["last_seen_at"]),
+        expires_at=_time(v, row["expires_at"]),
+        running=row["running"],
+    )
+
+
+def save_schedule(
+    *, name: Any, task: Any, queue: Any, spec: Any, first_slot: Any, next_slot: Any
+) -> Call[ScheduleInfo]:
+    """Declare a schedule; a new one is owed no slot before ``first_slot``."""
+    params = {
+        "name": check.name(name, "schedule"),
+        "task": check.name(task, "task"),
+        "queue": check.name(queue, "queue"),
+        "spec": check.name(spec, "spec"),
+        "first_slot": check.timestamp(first_slot, "first_slot"),
+        "next_slot": check.timestamp(next_slot, "next_slot"),
+    }
+
+    def build(v: Values) -> Plan[ScheduleInfo]:
+        rows = yield Query("save_schedule", _encoded(v, params))
+        return _schedule(v, rows[0])
+
+    return Call("save_schedule", params, build)
+
+
+def run_schedule_slot(
+    d: Defaults,
+    *,
+    name: Any,
+    slot: Any,
+    next_slot: Any,
+    task: Any,
+    payload: Any,
+    queue: Any,
+    priority: Any = 0,
+    max_attempts: Any = None,
+) -> Call[Job | None]:
+    """Enqueue the schedule's job for ``slot``, unless that slot (or a later one) was
+    already taken: one guarded update decides, in the same transaction as the insert,
+    so any number of workers enqueue each slot exactly once."""
+    params = {
+        "name": check.name(name, "schedule"),
+        "slot": check.timestamp(slot, "slot"),
+        "next_slot": check.timestamp(next_slot, "next_slot"),
+    }
+    if params["slot"] is None:
+        raise InvalidArgument("slot: expected a datetime")
+    job: NewJob = new_job(d, task, payload, queue, None, priority, None, max_attempts)
+
+    def build(v: Values) -> Plan[Job | None]:
+        taken = yield Query("take_schedule_slot", _encoded(v, params))
+        if not taken:
+            return None
+        rows = yield Query("insert_job", job.params(v))
+        yield Announce(queues=[job.queue])
+        return v.decode_job(rows[0])
+
+    return Call("run_schedule_slot", {**params, **job.wire()}, build)
+
+
+def schedules() -> Call[list[ScheduleInfo]]:
+    def build(v: Values) -> Plan[list[ScheduleInfo]]:
+        rows = yield Query("list_schedules")
+        return [_schedule(v, r) for r in rows]
+
+    return Call("schedules", {}, build, write=False)
+
+
+def _schedule(v: Values, row: Row) -> ScheduleInfo:
+    return ScheduleInfo(
+        name=row["name"],
+        task=row["task"],
+        queue=row["queue"],
+        spec=row["spec"],
+        last_slot=v.decode_time(row["last_slot"]),
+        next_slot=v.decode_time(row["next_slot"]),
+        updated_at=_time(v, row["updated_at"]),
+    )
+
+
+def _encoded(v: Values, params: dict[str, Any]) -> dict[str, Any]:
+    return {k: v.encode_time(x) if isinstance(x, datetime) else x for k, x in params.items()}
+
+
+def _time(v: Values, value: Any) -> datetime:
+    decoded = v.decode_time(value)
+    assert decoded is not None
+    return decoded

@@ -1,0 +1,119 @@
+"""Flow control over HTTP: pause and resume queues, set their limits; and what readers
+see of queues, workers, schedules, dependencies and throughput."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+
+from conveyor.codec import to_json
+from conveyor.info import QueueSettings, Rate
+from conveyor.web.auth import Role, require
+from conveyor.web.models import DependentsOut, LimitsRequest, RateIn
+from conveyor.web.routes.common import JobIdPath, QueuePath, QueueQuery, errors
+from conveyor.web.state import State
+
+router = APIRouter(tags=["flow control"])
+admin = [require(Role.ADMIN)]
+reader = [require(Role.READER)]
+
+
+@router.post(
+    "/api/queues/{queue}/pause",
+    response_model=QueueSettings,
+    dependencies=admin,
+    responses=errors(),
+    summary="Pause a queue: no worker claims from it until it is resumed",
+)
+def pause(queue: QueuePath, state: State) -> Any:
+    return to_json(state.queue.pause(queue))
+
+
+@router.post(
+    "/api/queues/{queue}/resume",
+    response_model=QueueSettings,
+    dependencies=admin,
+    responses=errors(),
+    summary="Resume a paused queue",
+)
+def resume(queue: QueuePath, state: State) -> Any:
+    return to_json(state.queue.resume(queue))
+
+
+@router.put(
+    "/api/queues/{queue}/limits",
+    response_model=QueueSettings,
+    dependencies=admin,
+    responses=errors(),
+    summary="Set a queue's concurrency caps and rate limits",
+)
+def set_limits(queue: QueuePath, body: LimitsRequest, state: State) -> Any:
+    """Replaces every limit: a field left out or null removes that limit."""
+    settings = state.queue.set_limits(
+        queue,
+        max_running=body.max_running,
+        group_max_running=body.group_max_running,
+        rate=_rate(body.rate),
+        group_rate=_rate(body.group_rate),
+    )
+    return to_json(settings)
+
+
+def _rate(value: RateIn | None) -> Rate | None:
+    return None if value is None else Rate(value.limit, value.per)
+
+
+@router.get(
+    "/api/queues/settings",
+    dependencies=reader,
+    responses=errors(),
+    summary="The flow control of every queue that has some",
+)
+def queue_settings(state: State, queue: QueueQuery = None) -> dict[str, Any]:
+    return {"queues": to_json(state.queue.queue_settings(queue))}
+
+
+@router.get(
+    "/api/workers",
+    dependencies=reader,
+    responses=errors(),
+    summary="Registered workers, idle ones too",
+)
+def workers(state: State) -> dict[str, Any]:
+    return {"workers": to_json(state.queue.workers())}
+
+
+@router.get(
+    "/api/schedules",
+    dependencies=reader,
+    responses=errors(),
+    summary="Periodic schedules, with their last and next slot",
+)
+def schedules(state: State) -> dict[str, Any]:
+    return {"schedules": to_json(state.queue.schedules())}
+
+
+@router.get(
+    "/api/throughput",
+    dependencies=reader,
+    responses=errors(),
+    summary="Jobs completed and failed per minute",
+)
+def throughput(
+    state: State,
+    queue: QueueQuery = None,
+    minutes: Annotated[int, Query(ge=1, le=7 * 24 * 60)] = 60,
+) -> dict[str, Any]:
+    return {"minutes": to_json(state.queue.throughput(queue=queue, minutes=minutes))}
+
+
+@router.get(
+    "/api/jobs/{job_id:int}/dependents",
+    response_model=DependentsOut,
+    dependencies=reader,
+    responses=errors(),
+    summary="The jobs that run after this one",
+)
+def dependents(job_id: JobIdPath, state: State) -> dict[str, Any]:
+    return {"dependents": state.queue.dependents(job_id)}
