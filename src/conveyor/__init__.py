@@ -14,6 +14,7 @@ from typing import Any
 
 from conveyor.app import App, Task
 from conveyor.config import database_url, open_backend, parse_url
+from conveyor.contract import QueueAPI
 from conveyor.errors import (
     ConfigurationError,
     ConveyorError,
@@ -26,7 +27,8 @@ from conveyor.errors import (
     StaleClaim,
     Terminal,
 )
-from conveyor.job import Claim, ErrorKind, Job, Progress, Stats, Status
+from conveyor.info import QueueSettings, Rate, ScheduleInfo, Throughput, WorkerInfo
+from conveyor.job import AttemptError, Claim, ErrorKind, Job, Progress, Stats, Status
 from conveyor.queue import Dedupe, Queue
 from conveyor.retry import Backoff, Fixed
 from conveyor.worker import Context, Worker
@@ -62,6 +64,7 @@ def connect(
 
 __all__ = [
     "App",
+    "AttemptError",
     "Backoff",
     "Claim",
     "ConfigurationError",
@@ -78,12 +81,18 @@ __all__ = [
     "JobNotFound",
     "Progress",
     "Queue",
+    "QueueAPI",
+    "QueueSettings",
+    "Rate",
     "Retry",
+    "ScheduleInfo",
     "StaleClaim",
     "Stats",
     "Status",
     "Task",
     "Terminal",
+    "Throughput",
     "Worker",
+    "WorkerInfo",
     "connect",
 ]

@@ -43,6 +43,43 @@ def claim_forever(url: str, batch: int) -> None:
             q.claim(limit=batch, lease=3600, count_remaining=False)
 
 
+def claim_capped(url: str, hold: float) -> None:
+    """Claim from queue "capped" one or two at a time, hold each job a moment, complete
+    it; stop after a second of finding nothing."""
+    import random
+
+    with conveyor.connect(url, migrate=False) as q:
+        idle_since = time.monotonic()
+        while time.monotonic() - idle_since < 1.0:
+            claim = q.claim("capped", limit=2, lease=60, count_remaining=False)
+            if not claim.jobs:
+                time.sleep(0.005)
+                continue
+            idle_since = time.monotonic()
+            time.sleep(random.uniform(0, hold))
+            q.complete_many([(j.id, claim.id, None) for j in claim.jobs])
+            print(json.dumps({"claimed": [j.id for j in claim.jobs]}), flush=True)
+
+
+def take_slots(url: str, start_at: float, slots: int) -> None:
+    """From the common start time, try to run every slot of schedule "race"."""
+    from datetime import datetime, timedelta, timezone
+
+    base = datetime(2030, 1, 1, tzinfo=timezone.utc)
+    with conveyor.connect(url, migrate=False) as q:
+        time.sleep(max(0.0, start_at - time.time()))
+        won = []
+        for n in range(slots):
+            slot = base + timedelta(minutes=n)
+            job = q.run_schedule_slot(
+                "race", slot=slot, next_slot=slot + timedelta(minutes=1), task="tick",
+                payload={"slot": n}, queue="ticks",
+            )  # fmt: skip
+            if job is not None:
+                won.append(n)
+        print(json.dumps(won))
+
+
 if __name__ == "__main__":
     mode, url, *rest = sys.argv[1:]
     if mode == "claim":
@@ -51,5 +88,9 @@ if __name__ == "__main__":
         enqueue_keys(url, float(rest[0]), int(rest[1]))
     elif mode == "claim-forever":
         claim_forever(url, int(rest[0]))
+    elif mode == "claim-capped":
+        claim_capped(url, float(rest[0]))
+    elif mode == "slots":
+        take_slots(url, float(rest[0]), int(rest[1]))
     else:
         raise SystemExit(f"unknown mode {mode}")

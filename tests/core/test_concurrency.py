@@ -104,3 +104,39 @@ def test_sigkill_during_batch_claims_leaves_no_half_written_state(
         assert sqlite3.connect(path).execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     assert q.release(next(iter(per_claim))) == batch if per_claim else True
     assert q.claim(limit=batch).jobs[0].status == Status.RUNNING
+
+
+def test_max_running_holds_across_four_processes(q: conveyor.Queue, db_url: str) -> None:
+    """Four processes claim from a queue capped at three running jobs while the test
+    samples the table: never more than three run at once, each job runs once."""
+    jobs = q.enqueue_many([{"task": "t", "queue": "capped"} for _ in range(120)])
+    q.set_limits("capped", max_running=3)
+    procs = [_spawn("claim-capped", db_url, "0.02") for _ in range(4)]
+    most = 0
+    while any(p.poll() is None for p in procs):
+        most = max(most, len(q.jobs(queue="capped", status="running", limit=100)))
+        time.sleep(0.002)
+    claimed: Counter[int] = Counter()
+    for proc in procs:
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err
+        for line in out.splitlines():
+            claimed.update(json.loads(line)["claimed"])
+    assert most <= 3
+    assert most >= 2  # the processes did run side by side
+    assert sorted(claimed) == sorted(j.id for j in jobs) and max(claimed.values()) == 1
+
+
+def test_many_processes_take_each_schedule_slot_once(q: conveyor.Queue, db_url: str) -> None:
+    q.save_schedule("race", task="tick", queue="ticks", spec="every 1m", first_slot=None,
+                    next_slot=None)  # fmt: skip
+    start_at = time.time() + 1.5
+    procs = [_spawn("slots", db_url, str(start_at), "40") for _ in range(6)]
+    won: Counter[int] = Counter()
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        won.update(json.loads(out.strip().splitlines()[-1]))
+    assert sorted(won) == list(range(40)) and set(won.values()) == {1}
+    assert q.stats("ticks").pending == 40
+    assert len(won) == 40

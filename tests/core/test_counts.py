@@ -1,0 +1,90 @@
+"""Job counts are kept as jobs change, so stats() and Claim.remaining never count the
+backlog: they must always equal what a full count of the table says."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from datetime import datetime, timedelta, timezone
+
+import conveyor
+from conveyor import Status
+
+
+def _truth(q: conveyor.Queue) -> dict[tuple[str, str], int]:
+    counted: Counter[tuple[str, str]] = Counter()
+    after = None
+    while page := q.jobs(limit=1000, after=after):
+        counted.update((j.queue, str(j.status)) for j in page)
+        after = page[-1].id
+    return dict(counted)
+
+
+def _kept(q: conveyor.Queue) -> dict[tuple[str, str], int]:
+    kept = {}
+    for name, stats in q.queue_stats().items():
+        for status in Status:
+            n = getattr(stats, str(status))
+            if n:
+                kept[(name, str(status))] = n
+    return kept
+
+
+def test_counts_follow_every_kind_of_change(q: conveyor.Queue) -> None:
+    rng = random.Random(7)
+    q.enqueue_many([{"task": "t", "queue": rng.choice("ab")} for _ in range(60)])
+    dep = q.enqueue("t", queue="a")
+    q.enqueue("t", queue="a", after=[dep.id])  # cancelled with it below
+    for _round in range(8):
+        claim = q.claim(rng.choice("ab"), limit=rng.randint(1, 8))
+        for job in claim.jobs:
+            action = rng.choice(["complete", "fail", "retryable", "release", "cancel", "keep"])
+            if action == "complete":
+                q.complete(job.id, claim.id)
+            elif action == "fail":
+                q.fail(job.id, claim.id, "x", retryable=False)
+            elif action == "retryable":
+                q.fail(job.id, claim.id, "x", delay=0)
+            elif action == "cancel":
+                q.cancel(job.id)
+        if rng.random() < 0.3:
+            q.release(claim.id)
+        assert _kept(q) == _truth(q)
+    q.cancel(dep.id)
+    q.complete_by_key("nothing", queue="a")
+    assert q.prune(older_than=0, statuses=["completed", "failed", "cancelled"]) > 0
+    assert _kept(q) == _truth(q)
+
+
+def test_remaining_leaves_out_scheduled_and_waiting_jobs(q: conveyor.Queue) -> None:
+    later = datetime.now(timezone.utc) + timedelta(hours=1)
+    q.enqueue_many([{"task": "t"} for _ in range(5)])
+    q.enqueue("t", run_at=later)
+    first = q.enqueue("t")
+    q.enqueue("t", after=[first.id])
+    claim = q.claim(limit=2)
+    assert claim.remaining == 4  # 6 ready - 2 claimed; not the scheduled or waiting one
+    stats = q.stats()
+    assert (stats.pending, stats.running, stats.scheduled) == (6, 2, 1)
+
+
+def test_throughput_counts_completions_and_failures_per_minute(q: conveyor.Queue) -> None:
+    q.enqueue_many([{"task": "t"} for _ in range(5)])
+    claim = q.claim(limit=5)
+    q.complete_many([(j.id, claim.id, None) for j in claim.jobs[:3]])
+    for job in claim.jobs[3:]:
+        q.fail(job.id, claim.id, "no", retryable=False)
+    points = q.throughput(minutes=5)
+    assert sum(p.completed for p in points) == 3 and sum(p.failed for p in points) == 2
+    assert all(p.minute.second == 0 for p in points)
+    assert q.throughput(queue="elsewhere") == []
+
+
+def test_folding_keeps_the_counts(q: conveyor.Queue) -> None:
+    q.enqueue_many([{"task": "t"} for _ in range(20)])
+    claim = q.claim(limit=5)
+    q.complete_many([(j.id, claim.id, None) for j in claim.jobs])
+    before = (q.stats(), q.throughput())
+    q.fold_counts()
+    assert (q.stats(), q.throughput()) == before
+    assert q.fold_counts() == 0  # nothing left to fold
