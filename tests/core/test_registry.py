@@ -45,15 +45,14 @@ def test_a_worker_that_stops_refreshing_expires(q: conveyor.Queue) -> None:
 def test_each_schedule_slot_is_enqueued_once(q: conveyor.Queue) -> None:
     now = q.now().replace(microsecond=0)
     slot = now - timedelta(seconds=5)
-    saved = q.save_schedule(
-        "nightly", task="report", queue="cron", spec="every 5s", first_slot=slot - timedelta(
-            seconds=5), next_slot=slot)  # fmt: skip
+    saved = q.save_schedule("nightly", task="report", queue="cron", spec="every 5s",
+                            first_slot=slot - timedelta(seconds=5), next_slot=slot)  # fmt: skip
     assert saved.last_slot == slot - timedelta(seconds=5) and saved.next_slot == slot
     first = q.run_schedule_slot("nightly", slot=slot, next_slot=now, task="report", queue="cron")
     assert first is not None and first.queue == "cron" and first.task == "report"
     assert q.run_schedule_slot("nightly", slot=slot, next_slot=now, task="report") is None
-    assert q.run_schedule_slot(
-        "nightly", slot=slot - timedelta(seconds=5), next_slot=now, task="report") is None  # fmt: skip
+    earlier = slot - timedelta(seconds=5)
+    assert q.run_schedule_slot("nightly", slot=earlier, next_slot=now, task="report") is None
     info = q.schedules()[0]
     assert (info.name, info.last_slot, info.next_slot) == ("nightly", slot, now)
     # Declaring it again (a worker restarts) keeps the slot it reached.
