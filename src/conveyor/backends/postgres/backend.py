@@ -7,51 +7,28 @@ schema's channel; a listener thread turns those into wake-ups for ``wait()`` and
 
 from __future__ import annotations
 
-import json
 import logging
-import re
 import threading
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from datetime import datetime, timezone
-from functools import lru_cache
 from typing import Any
 
 import psycopg
-from psycopg import errors as pgerrors
 from psycopg import sql
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from conveyor.backends.base import Backend, Row, Session
-from conveyor.backends.sql import load_migrations, load_queries
-from conveyor.errors import ConfigurationError, DatabaseError, DuplicateJob, InvalidArgument
+from conveyor.backends.base import Backend, Session
+from conveyor.backends.postgres.dialect import (
+    ANNOUNCING,
+    PostgresValues,
+    notification,
+    translated,
+)
+from conveyor.backends.values import Row
+from conveyor.errors import DatabaseError, InvalidArgument
 
 log = logging.getLogger("conveyor.postgres")
-_PACKAGE = "conveyor.backends.postgres"
-_PARAM = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
-_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
-# A job's error history as it stands before one more entry: the latest 19 (of at most 20).
-_ERRORS_KEPT = (
-    "(CASE WHEN jsonb_array_length(coalesce(errors, '[]'::jsonb)) >= 20"
-    " THEN errors - 0 ELSE coalesce(errors, '[]'::jsonb) END)"
-)
-# Keep NOTIFY payloads well under PostgreSQL's 8000-byte limit.
-_MAX_PAYLOAD = 4000
-
-
-def _to_psycopg(statement: str) -> str:
-    return _PARAM.sub(r"%(\1)s", statement.replace("%", "%%"))
-
-
-@lru_cache(maxsize=4096)
-def _to_milliseconds(value: datetime) -> datetime:
-    """PostgreSQL keeps microseconds, SQLite milliseconds: keep both alike, in UTC.
-    Cached: a claimed batch repeats the same few instants (its transaction's now())."""
-    extra = value.microsecond % 1000
-    if extra:
-        value = value.replace(microsecond=value.microsecond - extra)
-    return value if value.tzinfo is timezone.utc else value.astimezone(timezone.utc)
 
 
 class _PostgresSession(Session):
@@ -61,65 +38,25 @@ class _PostgresSession(Session):
         self._queries = queries
 
     def all(self, query: str, params: Mapping[str, Any] | None = None) -> list[Row]:
-        with _translated():
+        with translated():
             self._cur.execute(self._queries[query], params or {})
             rows: list[Row] = list(self._cur.fetchall()) if self._cur.description else []
             return rows
 
     def execute(self, query: str, params: Mapping[str, Any] | None = None) -> int:
-        with _translated():
+        with translated():
             self._cur.execute(self._queries[query], params or {})
             return self._cur.rowcount
 
     def send_notification(self, channel: str) -> None:
-        payload = _notification(self.queues_touched, self.jobs_finished)
+        payload = notification(self.queues_touched, self.jobs_finished)
         if payload is None:
             return
-        with _translated():
+        with translated():
             self._cur.execute("SELECT pg_notify(%s, %s)", (channel, payload))
 
 
-def _notification(queues: Iterable[str], finished: Iterable[int]) -> str | None:
-    """The NOTIFY payload saying which queues got claimable jobs and which jobs finished."""
-    touched, done = sorted(set(queues)), sorted(set(finished))
-    if not (touched or done):
-        return None
-    payload = json.dumps({"queues": touched, "finished": done})
-    if len(payload) > _MAX_PAYLOAD:
-        payload = json.dumps({"queues": touched[:50], "finished": "*"})
-    return payload
-
-
-# A statement that makes jobs claimable or final carries its NOTIFY along. In autocommit
-# mode one statement is one transaction: one round trip, where a session needs four
-# (BEGIN, the statement, NOTIFY, COMMIT). MATERIALIZED: the notification is sent once,
-# however many rows the statement returns.
-_ANNOUNCING = (
-    "WITH changed AS ({statement}),"
-    " sent AS MATERIALIZED (SELECT pg_notify(%(notify_channel)s, %(notify_payload)s))"
-    " SELECT changed.* FROM changed, sent"
-)
-
-
-@contextmanager
-def _translated() -> Iterator[None]:
-    """Nothing above the backend sees ``psycopg`` exceptions."""
-    try:
-        yield
-    except pgerrors.UniqueViolation as exc:
-        if "conveyor_jobs_active_key" in str(exc):
-            raise DuplicateJob("an active job with this key already exists") from None
-        raise DatabaseError(f"PostgreSQL unique violation: {exc}") from None
-    except (pgerrors.DataException, pgerrors.NumericValueOutOfRange) as exc:
-        raise InvalidArgument(f"PostgreSQL refused a value: {exc}") from None
-    except PoolTimeout as exc:
-        raise DatabaseError(f"no PostgreSQL connection available: {exc}") from None
-    except psycopg.Error as exc:
-        raise DatabaseError(f"PostgreSQL error: {exc}") from None
-
-
-class PostgresBackend(Backend):
-    dialect = "postgresql"
+class PostgresBackend(PostgresValues, Backend):
     supports_listen_notify = True
 
     def __init__(
@@ -131,17 +68,8 @@ class PostgresBackend(Backend):
         pool_max: int = 10,
         connect_timeout: float = 10.0,
     ) -> None:
-        super().__init__()
-        if not _IDENTIFIER.match(schema):
-            raise ConfigurationError(
-                f"schema: expected a plain identifier (letters, digits, _), got {schema!r}"
-            )
-        self.schema = schema
-        self._conninfo = conninfo
-        macros = {"schema": sql.Identifier(schema).as_string(None), "errors_kept": _ERRORS_KEPT}
-        self._queries = {k: _to_psycopg(v) for k, v in load_queries(_PACKAGE, macros).items()}
-        self._migrations = load_migrations(_PACKAGE, macros)
-        self.channel = f"conveyor_{schema}"[:63]
+        Backend.__init__(self)
+        PostgresValues.__init__(self, conninfo, schema)
         self._listener: threading.Thread | None = None
         self._closing = threading.Event()
         self._pool = ConnectionPool(
@@ -173,7 +101,7 @@ class PostgresBackend(Backend):
             with self._caller_session(conn) as session:
                 yield session
             return
-        with _translated(), self._pool.connection() as pooled, pooled.transaction():
+        with translated(), self._pool.connection() as pooled, pooled.transaction():
             session = _PostgresSession(pooled, self._queries)
             yield session
             session.send_notification(self.channel)
@@ -189,12 +117,12 @@ class PostgresBackend(Backend):
         finished: Iterable[int] = (),
     ) -> list[Row]:
         statement = self._queries[query]
-        payload = _notification(queues, finished)
+        payload = notification(queues, finished)
         if payload is not None:
-            statement = _ANNOUNCING.format(statement=statement)
+            statement = ANNOUNCING.format(statement=statement)
             params = {**params, "notify_channel": self.channel, "notify_payload": payload}
         # Pool connections are in autocommit mode: the statement commits on its own.
-        with _translated(), self._pool.connection() as pooled:
+        with translated(), self._pool.connection() as pooled:
             cur = pooled.cursor(row_factory=dict_row)
             cur.execute(statement, params)
             rows: list[Row] = list(cur.fetchall()) if cur.description else []
@@ -213,7 +141,7 @@ class PostgresBackend(Backend):
         # never aborts their transaction; the jobs commit or roll back with it.
         in_tx = conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
         if in_tx:
-            with _translated(), conn.transaction():
+            with translated(), conn.transaction():
                 session = _PostgresSession(conn, self._queries)
                 yield session
                 session.send_notification(self.channel)
@@ -226,7 +154,7 @@ class PostgresBackend(Backend):
     def migrate(self, target: int | None = None) -> list[int]:
         applied: list[int] = []
         ident = sql.Identifier(self.schema)
-        with _translated(), self._pool.connection() as conn, conn.transaction():
+        with translated(), self._pool.connection() as conn, conn.transaction():
             # One migrator at a time per schema, across every process and machine.
             conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"conveyor:{self.schema}",))
             conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(ident))
@@ -258,7 +186,7 @@ class PostgresBackend(Backend):
         return applied
 
     def schema_version(self) -> int:
-        with _translated(), self._pool.connection() as conn:
+        with translated(), self._pool.connection() as conn:
             exists = conn.execute(
                 "SELECT to_regclass(%s)", (f"{self.schema}.conveyor_migrations",)
             ).fetchone()
@@ -275,7 +203,7 @@ class PostgresBackend(Backend):
         return self._migrations[-1].version
 
     def describe_schema(self) -> list[str]:
-        with _translated(), self._pool.connection() as conn:
+        with translated(), self._pool.connection() as conn:
             cols = conn.execute(
                 "SELECT table_name, column_name, data_type, is_nullable, column_default"
                 " FROM information_schema.columns WHERE table_schema = %s"
@@ -301,23 +229,10 @@ class PostgresBackend(Backend):
 
     def drop_schema(self) -> None:
         """Remove the schema and everything in it (tests and ``conveyor migrate --drop``)."""
-        with _translated(), self._pool.connection() as conn:
+        with translated(), self._pool.connection() as conn:
             conn.execute(
                 sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(self.schema))
             )
-
-    # -- values ---------------------------------------------------------------------
-    def encode_time(self, value: datetime) -> str:
-        return value.astimezone(timezone.utc).isoformat()
-
-    def decode_time(self, value: Any) -> datetime | None:
-        if value is None:
-            return None
-        assert isinstance(value, datetime)
-        return _to_milliseconds(value)
-
-    def decode_json(self, value: Any) -> Any:
-        return value  # psycopg already parsed jsonb
 
     # -- change notification ------------------------------------------------------------
     def wait_for_change(self, since: int, timeout: float) -> bool:
@@ -356,7 +271,7 @@ class PostgresBackend(Backend):
 
     # -- lifecycle ------------------------------------------------------------------
     def ping(self) -> None:
-        with _translated(), self._pool.connection() as conn:
+        with translated(), self._pool.connection() as conn:
             conn.execute("SELECT 1").fetchone()
 
     def close(self) -> None:
@@ -364,10 +279,3 @@ class PostgresBackend(Backend):
         self._pool.close()
         if self._listener is not None:
             self._listener.join(timeout=2.0)
-
-    def describe(self) -> str:
-        params = psycopg.conninfo.conninfo_to_dict(self._conninfo)
-        host = params.get("host", "localhost")
-        port = params.get("port", 5432)
-        where = f"postgresql://{params.get('user', '')}@{host}:{port}/{params.get('dbname', '')}"
-        return where if self.schema == "public" else f"{where}?schema={self.schema}"

@@ -17,8 +17,9 @@ from datetime import datetime, timezone
 from functools import lru_cache
 from typing import Any
 
-from conveyor.backends.base import Backend, Row, Session
+from conveyor.backends.base import Backend, Session
 from conveyor.backends.sql import load_migrations, load_queries, split_statements
+from conveyor.backends.values import Row
 from conveyor.errors import ConfigurationError, DatabaseError, DuplicateJob, InvalidArgument
 
 _PACKAGE = "conveyor.backends.sqlite"
