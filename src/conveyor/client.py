@@ -84,10 +84,10 @@ class RemoteQueue(QueueAPI):
         try:
             data, status = self._send(method, path, body, query)
         except JobNotFound:
-            if call.op in ("get", "latest"):  # "no such job" is their answer, not an error
+            if call.op in MISSING_IS_NONE:  # "no such job" is their answer, not an error
                 return None  # type: ignore[return-value]
             raise
-        result: T = _DECODE[call.op](data, status)
+        result: T = decode(call.op, data, status)
         return result
 
     def wait(self, job_id: int, timeout: Duration | None = None, *, poll: float = 0.5) -> Job:
@@ -95,7 +95,7 @@ class RemoteQueue(QueueAPI):
         then. Long polls the server (``poll`` is accepted for ``Queue`` compatibility)."""
         limit = None if timeout is None else seconds(timeout, "timeout")
         deadline = None if limit is None else time.monotonic() + limit
-        path = f"{_job_path(job_id)}/wait"
+        path = f"{job_path(job_id)}/wait"
         while True:
             left = _WAIT_SLICE if deadline is None else max(0.0, deadline - time.monotonic())
             slice_s = min(left, _WAIT_SLICE)
@@ -116,9 +116,9 @@ class RemoteQueue(QueueAPI):
         *,
         timeout: float | None = None,
     ) -> tuple[Any, int]:
-        content = None if body is None else _encode(body)
+        content = encode_body(body)
         headers = {"Content-Type": "application/json"} if content is not None else None
-        params = {k: _query_value(v) for k, v in (query or {}).items() if v is not None}
+        params = query_params(query)
         try:
             response = self._http.request(
                 method, path, content=content, headers=headers, params=params,
@@ -126,14 +126,7 @@ class RemoteQueue(QueueAPI):
             )  # fmt: skip
         except httpx.TransportError as exc:
             raise DatabaseError(f"cannot reach the conveyor server at {self.url}: {exc}") from None
-        if response.is_success:
-            try:
-                return response.json(), response.status_code
-            except ValueError:
-                raise DatabaseError(
-                    f"{method} {path}: the server answered {response.status_code} without JSON"
-                ) from None
-        _raise_for(response, method, path)
+        return answer(response, method, path)
 
 
 def request_for(op: str, a: Mapping[str, Any]) -> Request:
@@ -154,9 +147,9 @@ def request_for(op: str, a: Mapping[str, Any]) -> Request:
         return "POST", f"/api/queues/{_segment(a['queue'], 'queue')}/claim", body, None
     if op == "claim_job":
         body = {"lease_seconds": a["lease"], "worker": a["worker"]}
-        return "POST", f"{_job_path(a['job_id'])}/claim", body, None
+        return "POST", f"{job_path(a['job_id'])}/claim", body, None
     if op in ("complete", "fail", "heartbeat", "progress", "snooze"):
-        return "POST", f"{_job_path(a['job_id'])}/{op}", _report_body(op, a), None
+        return "POST", f"{job_path(a['job_id'])}/{op}", _report_body(op, a), None
     if op in ("complete_many", "fail_many", "heartbeat_many", "renew"):
         kind = {"complete_many": "complete", "fail_many": "fail"}.get(op, "heartbeat")
         body = {"items": [_report_body(kind, i) | {"job_id": i["job_id"]} for i in a["items"]]}
@@ -177,14 +170,14 @@ def request_for(op: str, a: Mapping[str, Any]) -> Request:
         path = f"/api/claims/{_segment(a['claim_id'], 'claim_id')}"
         return "DELETE", path, None, {"queue": _names(a["queue"])}
     if op == "release_job":
-        return "POST", f"{_job_path(a['job_id'])}/release", None, None
+        return "POST", f"{job_path(a['job_id'])}/release", None, None
     if op == "reset_claims":
         query = {"older_than_minutes": a["older_than"] / 60, "queue": _names(a["queue"])}
         return "POST", "/api/claims/reset", None, query
     if op == "recover":
         return "POST", "/api/recover", None, {"queue": _names(a["queue"])}
     if op in ("retry", "cancel"):
-        return "POST", f"{_job_path(a['job_id'])}/{op}", None, None
+        return "POST", f"{job_path(a['job_id'])}/{op}", None, None
     if op == "complete_by_key":
         body = {"key": a["key"], "result": a["result"], "include_failed": a["include_failed"]}
         return "POST", f"/api/queues/{_segment(a['queue'], 'queue')}/complete-by-key", body, None
@@ -202,14 +195,14 @@ def request_for(op: str, a: Mapping[str, Any]) -> Request:
     if op == "now":
         return "GET", "/healthz", None, None
     if op == "get":
-        return "GET", _job_path(a["job_id"]), None, None
+        return "GET", job_path(a["job_id"]), None, None
     if op == "latest":
         return "GET", "/api/jobs/latest", None, dict(a)
     if op == "jobs":
         query = {**a, "include": "payload,result"}  # a client reads whole jobs
         return "GET", "/api/jobs", None, query
     if op in ("dependents", "subscribers"):
-        return "GET", f"{_job_path(a['job_id'])}/{op}", None, None
+        return "GET", f"{job_path(a['job_id'])}/{op}", None, None
     if op == "queue_stats":
         return "GET", "/api/queues", None, None
     if op == "fold_counts":
@@ -352,6 +345,38 @@ _DECODE: dict[str, Callable[[Any, int], Any]] = {
 }
 
 
+# Operations whose "no such job" answer is None rather than an error.
+MISSING_IS_NONE = frozenset({"get", "latest"})
+
+
+def decode(op: str, data: Any, status: int) -> Any:
+    """The result of operation ``op`` from the server's answer."""
+    return _DECODE[op](data, status)
+
+
+def answer(response: httpx.Response, method: str, path: str) -> tuple[Any, int]:
+    """The JSON body and status of a successful answer; otherwise the exception that
+    the error envelope names."""
+    if response.status_code == 204:
+        return None, 204
+    if response.is_success:
+        try:
+            return response.json(), response.status_code
+        except ValueError:
+            raise DatabaseError(
+                f"{method} {path}: the server answered {response.status_code} without JSON"
+            ) from None
+    _raise_for(response, method, path)
+
+
+def encode_body(body: Any) -> bytes | None:
+    return None if body is None else _encode(body)
+
+
+def query_params(query: Mapping[str, Any] | None) -> dict[str, str | int | float]:
+    return {k: _query_value(v) for k, v in (query or {}).items() if v is not None}
+
+
 def _raise_for(response: httpx.Response, method: str, path: str) -> NoReturn:
     status = response.status_code
     try:
@@ -390,7 +415,7 @@ def _names(queues: tuple[str, ...] | None) -> str | None:
     return ",".join(queues)
 
 
-def _job_path(job_id: int) -> str:
+def job_path(job_id: int) -> str:
     return f"/api/jobs/{job_id}"
 
 

@@ -19,7 +19,7 @@ import conveyor
 from conveyor import Status
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.queue_kinds("queue")]
 
 
 def _all(q: conveyor.Queue, status: str) -> list[conveyor.Job]:

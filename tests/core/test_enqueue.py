@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -204,13 +205,16 @@ def test_deeply_nested_payload_is_refused(q: conveyor.Queue) -> None:
     assert q.stats().total == 0
 
 
-def test_payload_limit_is_configurable(db_url: str) -> None:
-    with conveyor.connect(db_url, max_payload_bytes=100) as small:
+def test_payload_limit_is_configurable(
+    open_queue: Callable[..., conveyor.Queue], db_url: str
+) -> None:
+    with open_queue(db_url, max_payload_bytes=100) as small:
         small.enqueue("t", "x" * 50)
         with pytest.raises(InvalidArgument, match="at most 100 bytes"):
             small.enqueue("t", "x" * 200)
 
 
+@pytest.mark.queue_kinds("queue")
 def test_transactional_enqueue_sqlite(tmp_path: Path) -> None:
     import sqlite3
 
@@ -233,6 +237,7 @@ def test_transactional_enqueue_sqlite(tmp_path: Path) -> None:
     q.close()
 
 
+@pytest.mark.queue_kinds("queue")
 def test_transactional_enqueue_postgres(tmp_path: Path) -> None:
     import psycopg
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -161,8 +162,10 @@ def test_a_reset_claim_cannot_complete_after_recovery(q: conveyor.Queue) -> None
 
 
 # -- fail and backoff ---------------------------------------------------------------
-def test_retryable_failure_goes_back_to_pending_after_backoff(db_url: str) -> None:
-    with conveyor.connect(db_url, backoff=conveyor.Backoff(base=2, jitter=0)) as q:
+def test_retryable_failure_goes_back_to_pending_after_backoff(
+    open_queue: Callable[..., conveyor.Queue], db_url: str
+) -> None:
+    with open_queue(db_url, backoff=conveyor.Backoff(base=2, jitter=0)) as q:
         job, claim = _running(q, max_attempts=5)
         failed = q.fail(job.id, claim.id, "rate limited")
         assert failed.status == Status.PENDING and failed.error == "rate limited"
@@ -171,8 +174,10 @@ def test_retryable_failure_goes_back_to_pending_after_backoff(db_url: str) -> No
         assert q.claim().jobs == []  # not before run_at
 
 
-def test_backoff_doubles_with_each_attempt(db_url: str) -> None:
-    with conveyor.connect(db_url, backoff=conveyor.Backoff(base=0.05, jitter=0)) as q:
+def test_backoff_doubles_with_each_attempt(
+    open_queue: Callable[..., conveyor.Queue], db_url: str
+) -> None:
+    with open_queue(db_url, backoff=conveyor.Backoff(base=0.05, jitter=0)) as q:
         job = q.enqueue("t", max_attempts=5)
         delays = []
         for _ in range(4):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import conveyor
@@ -17,16 +18,17 @@ def _finished_with_subscribers(q: conveyor.Queue, jobs: int, subscribers: int) -
 
 
 def test_concurrent_dispatchers_never_take_the_same_subscriber(
-    q: conveyor.Queue, db_url: str
+    q: conveyor.Queue, open_queue: Callable[..., conveyor.Queue], db_url: str
 ) -> None:
     _finished_with_subscribers(q, jobs=40, subscribers=5)
+    dispatchers = [open_queue(db_url) for _ in range(6)]
 
-    def take_all(_: int) -> list[tuple[int, str]]:
+    def take_all(n: int) -> list[tuple[int, str]]:
         taken = []
-        with conveyor.connect(db_url) as mine:
-            while batch := mine.take_notifications(limit=7):
-                taken += [(job.id, who) for job, subs in batch for who in subs]
-                mine.mark_notified([(job.id, who) for job, subs in batch for who in subs])
+        mine = dispatchers[n]
+        while batch := mine.take_notifications(limit=7):
+            taken += [(job.id, who) for job, subs in batch for who in subs]
+            mine.mark_notified([(job.id, who) for job, subs in batch for who in subs])
         return taken
 
     with ThreadPoolExecutor(6) as pool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -141,8 +142,10 @@ def test_wait_times_out_with_the_job_as_it_is(q: conveyor.Queue) -> None:
         q.wait(987654, timeout=0.1)
 
 
-def test_wait_sees_a_change_made_by_another_connection(db_url: str) -> None:
-    with conveyor.connect(db_url) as waiter, conveyor.connect(db_url) as other:
+def test_wait_sees_a_change_made_by_another_connection(
+    open_queue: Callable[..., conveyor.Queue], db_url: str
+) -> None:
+    with open_queue(db_url) as waiter, conveyor.connect(db_url) as other:
         job = other.enqueue("t")
         claim = other.claim()
         timer = threading.Timer(0.3, lambda: other.complete(job.id, claim.id))
@@ -157,6 +160,7 @@ def test_the_database_clock_is_utc_and_current(q: conveyor.Queue) -> None:
     assert abs((now - datetime.now(timezone.utc)).total_seconds()) < 5
 
 
+@pytest.mark.queue_kinds("queue")
 def test_sqlite_reads_do_not_wait_for_another_writer(tmp_path: object) -> None:
     """WAL readers never wait for the writer: while another connection holds the
     write lock, reads answer at once (only writes wait for the busy timeout)."""

@@ -13,6 +13,8 @@ from conveyor import ConfigurationError
 from conveyor.config import parse_url
 from tests.conftest import drop_schema, fresh_url
 
+pytestmark = pytest.mark.queue_kinds("queue")
+
 
 @pytest.fixture
 def fresh(backend_name: str, tmp_path: Path) -> Iterator[tuple[str, str]]:

@@ -1,0 +1,68 @@
+"""conveyor for asyncio: the same contract, every operation a coroutine.
+
+    import conveyor.aio
+
+    q = await conveyor.aio.connect("postgresql://…/jobs")
+    job = await q.enqueue("emails.send", {"to": "ada@example.com"})
+    done = await q.wait(job.id, timeout=30)
+
+``AsyncQueue`` talks to the database (psycopg's async pool on PostgreSQL; a worker
+thread on SQLite, which has no asynchronous driver); ``conveyor.aio.client``'s
+``AsyncRemoteQueue`` talks to a ``conveyor serve`` server over httpx.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import conveyor
+from conveyor.aio.contract import AsyncQueueAPI
+from conveyor.aio.queue import AsyncQueue
+from conveyor.config import database_url, parse_url
+from conveyor.errors import ConfigurationError
+from conveyor.ops.defaults import Defaults
+
+_QUEUE_KEYS = ("default_max_attempts", "backoff", "worker_name")
+
+
+async def connect(
+    url: str | None = None,
+    *,
+    migrate: bool = True,
+    schema: str | None = None,
+    **options: Any,
+) -> AsyncQueue:
+    """Open the queue at ``url`` for asyncio (the URL and options of
+    ``conveyor.connect``) and bring its schema up to date."""
+    target = database_url(url)
+    settings = parse_url(target, schema=schema, **{k: v for k, v in options.items()
+                                                    if k not in _QUEUE_KEYS})  # fmt: skip
+    if settings.backend == "sqlite":
+        queue = await asyncio.to_thread(
+            conveyor.connect, target, migrate=migrate, schema=schema, **options
+        )
+        return AsyncQueue(queue)
+    try:
+        from conveyor.backends.postgres.aio import AsyncPostgresBackend
+    except ImportError as exc:
+        raise ConfigurationError(
+            f"PostgreSQL needs psycopg 3 and psycopg_pool: pip install 'conveyor[postgres]' ({exc})"
+        ) from None
+    if migrate:  # migrations take their lock on a short-lived synchronous connection
+        migrated = await asyncio.to_thread(
+            conveyor.connect, target, migrate=True, schema=schema, **options
+        )
+        await asyncio.to_thread(migrated.close)
+    backend = AsyncPostgresBackend(settings.target, **settings.backend_options)
+    await backend.open()
+    queue_options = {k: options[k] for k in _QUEUE_KEYS if k in options}
+    defaults = Defaults(
+        max_payload_bytes=settings.queue_options["max_payload_bytes"],
+        max_attempts=queue_options.get("default_max_attempts", Defaults().max_attempts),
+        **{k: v for k, v in queue_options.items() if k != "default_max_attempts"},
+    )
+    return AsyncQueue(backend, defaults=defaults)
+
+
+__all__ = ["AsyncQueue", "AsyncQueueAPI", "connect"]

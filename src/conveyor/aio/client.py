@@ -1,0 +1,107 @@
+"""``AsyncRemoteQueue``: the queue contract for asyncio, spoken to a ``conveyor serve``
+server over httpx. The twin of ``conveyor.client.RemoteQueue``: the same requests, the
+same answers, the same exceptions."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+import httpx
+
+from conveyor.aio.contract import AsyncQueueAPI
+from conveyor.client import (
+    MISSING_IS_NONE,
+    answer,
+    decode,
+    encode_body,
+    job_path,
+    query_params,
+    request_for,
+)
+from conveyor.codec import job_from_json
+from conveyor.errors import DatabaseError, InvalidArgument, JobNotFound
+from conveyor.job import Job
+from conveyor.ops import Call
+from conveyor.ops.defaults import Defaults, Duration
+from conveyor.retry import seconds
+
+T = TypeVar("T")
+_WAIT_SLICE = 30.0
+
+
+class AsyncRemoteQueue(AsyncQueueAPI):
+    """A queue behind a conveyor HTTP server, for asyncio. ``http``: an
+    ``httpx.AsyncClient`` of your own (``url`` and ``token`` are then ignored)."""
+
+    def __init__(
+        self,
+        url: str,
+        token: str | None = None,
+        *,
+        timeout: float = 30.0,
+        worker_name: str | None = None,
+        http: httpx.AsyncClient | None = None,
+    ) -> None:
+        self.url = url.rstrip("/")
+        self.timeout = timeout
+        self.defaults = Defaults() if worker_name is None else Defaults(worker_name=worker_name)
+        if http is None:
+            headers = {"Authorization": f"Bearer {token}"} if token else {}
+            http = httpx.AsyncClient(base_url=self.url, headers=headers, timeout=timeout)
+        self._http = http
+
+    async def close(self) -> None:
+        await self._http.aclose()
+
+    async def _run(self, call: Call[T]) -> T:
+        if call.conn is not None:
+            raise InvalidArgument("conn: a remote queue cannot join a local database transaction")
+        method, path, body, query = request_for(call.op, call.args)
+        try:
+            data, status = await self._send(method, path, body, query)
+        except JobNotFound:
+            if call.op in MISSING_IS_NONE:
+                return None  # type: ignore[return-value]
+            raise
+        result: T = decode(call.op, data, status)
+        return result
+
+    async def wait(self, job_id: int, timeout: Duration | None = None, *, poll: float = 0.5) -> Job:
+        """Long polls the server until the job is final or ``timeout`` passes."""
+        limit = None if timeout is None else seconds(timeout, "timeout")
+        deadline = None if limit is None else time.monotonic() + limit
+        path = f"{job_path(job_id)}/wait"
+        while True:
+            left = _WAIT_SLICE if deadline is None else max(0.0, deadline - time.monotonic())
+            slice_s = min(left, _WAIT_SLICE)
+            data, _ = await self._send(
+                "GET", path, None, {"timeout": round(slice_s, 3)}, timeout=self.timeout + slice_s
+            )
+            job = job_from_json(data)
+            if job.is_final or (deadline is not None and time.monotonic() >= deadline):
+                return job
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        body: Any,
+        query: Mapping[str, Any] | None,
+        *,
+        timeout: float | None = None,
+    ) -> tuple[Any, int]:
+        content = encode_body(body)
+        headers = {"Content-Type": "application/json"} if content is not None else None
+        try:
+            response = await self._http.request(
+                method, path, content=content, headers=headers, params=query_params(query),
+                timeout=timeout if timeout is not None else httpx.USE_CLIENT_DEFAULT,
+            )  # fmt: skip
+        except httpx.TransportError as exc:
+            raise DatabaseError(f"cannot reach the conveyor server at {self.url}: {exc}") from None
+        return answer(response, method, path)
+
+
+__all__ = ["AsyncRemoteQueue"]

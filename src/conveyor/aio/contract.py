@@ -1,0 +1,582 @@
+"""The contract of the asynchronous queues: ``conveyor.contract.QueueAPI`` with
+coroutines. ``AsyncQueue`` (a database) and ``AsyncRemoteQueue`` (a conveyor server)
+implement it.
+
+Generated from src/conveyor/contract.py by scripts/generate_async_contract.py: do not
+edit by hand."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any, Self, TypeVar
+
+from conveyor.errors import JobNotFound
+from conveyor.info import QueueSettings, Rate, ScheduleInfo, Throughput, WorkerInfo
+from conveyor.job import Claim, Job, Stats, Status, sum_stats
+from conveyor.ops import (
+    Call,
+    admin,
+    claims,
+    enqueue,
+    flow,
+    notifications,
+    reading,
+    registry,
+    reports,
+)
+from conveyor.ops.defaults import DEFAULT_LEASE, Defaults, Duration
+from conveyor.ops.enqueue import OnActive, OnCompleted, OnDependencyFailure, OnFailed
+from conveyor.retry import BackoffPolicy, seconds
+
+T = TypeVar("T")
+
+
+class AsyncQueueAPI(ABC):
+    """A job queue. Implementations run ``Call`` objects (``_run``)."""
+
+    defaults: Defaults
+
+    @abstractmethod
+    async def _run(self, call: Call[T]) -> T: ...
+
+    @property
+    def max_payload_bytes(self) -> int:
+        return self.defaults.max_payload_bytes
+
+    @property
+    def default_max_attempts(self) -> int:
+        return self.defaults.max_attempts
+
+    @property
+    def backoff(self) -> BackoffPolicy:
+        return self.defaults.backoff
+
+    @property
+    def worker_name(self) -> str:
+        return self.defaults.worker_name
+
+    @abstractmethod
+    async def close(self) -> None: ...
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def now(self) -> datetime:
+        """The database clock, the only clock conveyor trusts."""
+        return await self._run(reading.now())
+
+    async def enqueue(
+        self,
+        task: str,
+        payload: Any = None,
+        *,
+        queue: str = "default",
+        key: str | None = None,
+        priority: int = 0,
+        run_at: datetime | None = None,
+        max_attempts: int | None = None,
+        subscriber: str | None = None,
+        conn: Any = None,
+        on_active: OnActive = "return",
+        cache_ttl: Duration | None = None,
+        on_failed: OnFailed = "new",
+        on_completed: OnCompleted = "new",
+        group: str | None = None,
+        after: Iterable[int] | None = None,
+        on_dependency_failure: OnDependencyFailure = "cancel",
+    ) -> Job:
+        """Add a job; with a ``key``, apply the dedupe policy (see ``Dedupe``).
+        ``conn``: the caller's open connection, so the job commits with their work.
+        ``group``: its concurrency group. ``after``: ids of jobs it runs after (once
+        they completed; when one fails or is cancelled this job is cancelled, unless
+        ``on_dependency_failure="run"``)."""
+        return await self._run(
+            enqueue.enqueue(
+                self.defaults,
+                task,
+                payload,
+                queue=queue,
+                key=key,
+                priority=priority,
+                run_at=run_at,
+                max_attempts=max_attempts,
+                subscriber=subscriber,
+                conn=conn,
+                on_active=on_active,
+                cache_ttl=cache_ttl,
+                on_failed=on_failed,
+                on_completed=on_completed,
+                group=group,
+                after=after,
+                on_dependency_failure=on_dependency_failure,
+            )
+        )
+
+    async def enqueue_many(
+        self, items: Iterable[Mapping[str, Any]], *, queue: str = "default", conn: Any = None
+    ) -> list[Job]:
+        """Add many jobs in one transaction. Each item is a dict with the keyword names
+        of ``enqueue``; every item is checked before anything is written."""
+        return await self._run(enqueue.enqueue_many(self.defaults, items, queue=queue, conn=conn))
+
+    async def enqueue_ids(
+        self, items: Iterable[Mapping[str, Any]], *, queue: str = "default", conn: Any = None
+    ) -> list[int]:
+        """Like ``enqueue_many`` for large loads of jobs without keys, subscribers or
+        dependencies: returns only the new ids."""
+        return await self._run(enqueue.enqueue_ids(self.defaults, items, queue=queue, conn=conn))
+
+    async def claim(
+        self,
+        queue: str = "default",
+        *,
+        limit: int = 1,
+        lease: Duration = DEFAULT_LEASE,
+        worker: str | None = None,
+        ack: str | None = None,
+        count_remaining: bool = True,
+    ) -> Claim:
+        """Claim up to ``limit`` claimable jobs, by priority then FIFO, under one new
+        claim id, within the queue's flow control. ``ack``: a previous claim id whose
+        running jobs are completed first, in the same transaction. ``remaining`` counts
+        the jobs still claimable (``count_remaining=False`` skips it)."""
+        return await self._run(
+            claims.claim(
+                self.defaults,
+                queue,
+                limit=limit,
+                lease=lease,
+                worker=worker,
+                ack=ack,
+                count_remaining=count_remaining,
+            )
+        )
+
+    async def claim_job(
+        self, job_id: int, *, lease: Duration = DEFAULT_LEASE, worker: str | None = None
+    ) -> Claim:
+        """Claim one job by id, if it is pending with its dependencies met (else
+        ``InvalidTransition``). The caller chose it: the queue's pause and limits do not
+        apply."""
+        return await self._run(claims.claim_job(self.defaults, job_id, lease=lease, worker=worker))
+
+    async def complete(self, job_id: int, claim_id: str, result: Any = None) -> Job:
+        """Mark a running job completed, storing ``result`` (its ``error`` is cleared;
+        ``errors`` keeps the history). Raises ``StaleClaim`` when the claim no longer
+        holds the job."""
+        return await self._run(reports.complete(self.defaults, job_id, claim_id, result))
+
+    async def complete_many(self, items: Sequence[tuple[int, str, Any]]) -> list[Job]:
+        """Complete ``(job_id, claim_id, result)`` triples in one statement. Returns the
+        jobs completed; items whose claim no longer holds the job are left out."""
+        if not items:
+            return []
+        return await self._run(reports.complete_many(self.defaults, items))
+
+    async def fail(
+        self,
+        job_id: int,
+        claim_id: str,
+        error: str,
+        *,
+        retryable: bool = True,
+        delay: Duration | None = None,
+    ) -> Job:
+        """Report a failed attempt. Retryable with attempts left: back to ``pending``,
+        runnable after ``delay`` (default: the backoff policy). Otherwise ``failed``."""
+        return await self._run(
+            reports.fail(self.defaults, job_id, claim_id, error, retryable=retryable, delay=delay)
+        )
+
+    async def fail_many(
+        self, items: Sequence[tuple[int, str, str, bool, Duration | None]]
+    ) -> list[Job]:
+        """Fail ``(job_id, claim_id, error, retryable, delay)`` tuples in one statement.
+        A ``None`` delay uses the backoff policy for the job's attempt count. Returns the
+        jobs changed; items whose claim no longer holds the job are left out."""
+        if not items:
+            return []
+        return await self._run(reports.fail_many(self.defaults, items))
+
+    async def snooze(self, job_id: int, claim_id: str, delay: Duration) -> Job:
+        """Put a running job back to pending for ``delay`` without spending an attempt:
+        waiting on something is not a failure."""
+        return await self._run(reports.snooze(job_id, claim_id, delay))
+
+    async def report(
+        self,
+        *,
+        completed: Sequence[tuple[int, str, Any]] = (),
+        failed: Sequence[tuple[int, str, str, bool, Duration | None]] = (),
+        snoozed: Sequence[tuple[int, str, Duration]] = (),
+    ) -> dict[int, Status]:
+        """Write the endings of many runs in one transaction: ``completed`` as for
+        ``complete_many``, ``failed`` as for ``fail_many``, ``snoozed`` as
+        ``(job_id, claim_id, delay)``. Returns the new status of each job written; a job
+        left out was refused (its claim no longer holds it)."""
+        if not (completed or failed or snoozed):
+            return {}
+        return await self._run(
+            reports.report(self.defaults, completed=completed, failed=failed, snoozed=snoozed)
+        )
+
+    async def heartbeat(self, job_id: int, claim_id: str, *, extend: Duration | None = None) -> Job:
+        """Prove the claim is alive: the lease now ends ``extend`` from now (default: the
+        claim's lease length)."""
+        return await self._run(reports.heartbeat(job_id, claim_id, extend=extend))
+
+    async def heartbeat_many(
+        self, items: Sequence[tuple[int, str]], *, extend: Duration | None = None
+    ) -> list[Job]:
+        """Renew many leases in one statement; returns the jobs still held."""
+        if not items:
+            return []
+        return await self._run(reports.heartbeat_many(items, extend=extend))
+
+    async def renew(
+        self, items: Sequence[tuple[int, str]], *, extend: Duration | None = None
+    ) -> set[int]:
+        """Like ``heartbeat_many``, returning only the ids of the jobs still held."""
+        if not items:
+            return set()
+        return await self._run(reports.renew(items, extend=extend))
+
+    async def progress(
+        self,
+        job_id: int,
+        claim_id: str,
+        *,
+        total: int | None = None,
+        completed: int | None = None,
+        failed: int | None = None,
+        current: Any = None,
+        checkpoint: Any = None,
+        detail: Any = None,
+    ) -> Job:
+        """Record progress as absolute values (a replay changes nothing); ``None`` leaves
+        a field as it was. Also renews the lease."""
+        return await self._run(
+            reports.progress(
+                self.defaults,
+                job_id,
+                claim_id,
+                total=total,
+                completed=completed,
+                failed=failed,
+                current=current,
+                checkpoint=checkpoint,
+                detail=detail,
+            )
+        )
+
+    async def ack(self, claim_id: str) -> int:
+        """Complete every running job of a claim; returns how many."""
+        return await self._run(claims.ack(claim_id))
+
+    async def release(self, claim_id: str, *, queue: str | Sequence[str] | None = None) -> int:
+        """Put a claim's running jobs (of ``queue``, when given) back to pending (an
+        admin reset); returns how many."""
+        return await self._run(claims.release(claim_id, queue=queue))
+
+    async def release_job(self, job_id: int) -> Job:
+        """Put one running job back to pending, whoever holds it (an admin reset)."""
+        return await self._run(claims.release_job(job_id))
+
+    async def reset_claims(
+        self, older_than: Duration, *, queue: str | Sequence[str] | None = None
+    ) -> int:
+        """Put back to pending every running job (of ``queue``) claimed more than
+        ``older_than`` ago."""
+        return await self._run(claims.reset_claims(older_than, queue=queue))
+
+    async def recover(self, *, queue: str | Sequence[str] | None = None) -> int:
+        """Running jobs (of ``queue``) whose lease expired go back to pending, or to
+        failed when their attempts are spent. Returns how many were recovered."""
+        return await self._run(claims.recover(queue=queue))
+
+    async def retry(self, job_id: int) -> Job:
+        """A final job (failed, cancelled or completed) back to pending, attempts reset."""
+        return await self._run(admin.retry(job_id))
+
+    async def cancel(self, job_id: int) -> Job:
+        """Cancel a pending or running job. A running task's later reports are refused."""
+        return await self._run(admin.cancel(job_id))
+
+    async def complete_by_key(
+        self, key: str, *, queue: str = "default", result: Any = None, include_failed: bool = False
+    ) -> int:
+        """The work was done elsewhere: complete the active job(s) with this key, and
+        with ``include_failed`` a failed one too (reconciliation)."""
+        return await self._run(
+            admin.complete_by_key(
+                self.defaults, key, queue=queue, result=result, include_failed=include_failed
+            )
+        )
+
+    async def prune(self, *, older_than: Duration, statuses: Iterable[str] = ("completed",)) -> int:
+        """Delete final jobs that finished more than ``older_than`` ago."""
+        return await self._run(admin.prune(older_than=older_than, statuses=statuses))
+
+    async def pause(self, queue: str) -> QueueSettings:
+        """Stop every worker claiming from ``queue`` (at their next claim); running
+        jobs finish. Kept in the database until ``resume``."""
+        return await self._run(flow.pause(queue))
+
+    async def resume(self, queue: str) -> QueueSettings:
+        return await self._run(flow.resume(queue))
+
+    async def set_limits(
+        self,
+        queue: str,
+        *,
+        max_running: int | None = None,
+        group_max_running: int | None = None,
+        rate: Rate | str | None = None,
+        group_rate: Rate | str | None = None,
+    ) -> QueueSettings:
+        """Replace the queue's limits (``None`` removes one): jobs running at once on all
+        workers together, the same per group, and starts per window (``Rate(10,
+        per=timedelta(seconds=1))`` or ``"10/1s"``) for the queue and per group."""
+        return await self._run(
+            flow.set_limits(
+                queue,
+                max_running=max_running,
+                group_max_running=group_max_running,
+                rate=rate,
+                group_rate=group_rate,
+            )
+        )
+
+    async def queue_settings(self, queue: str | None = None) -> dict[str, QueueSettings]:
+        """The flow control of every queue that has some (or of ``queue``)."""
+        return await self._run(flow.queue_settings(queue))
+
+    async def get(self, job_id: int) -> Job | None:
+        """The job, or ``None``. A running job whose lease expired is recovered first."""
+        return await self._run(reading.get(job_id))
+
+    async def latest(
+        self, key: str, *, queue: str = "default", task: str | None = None
+    ) -> Job | None:
+        """The newest job with this key (and task), whatever its state."""
+        return await self._run(reading.latest(key, queue=queue, task=task))
+
+    async def jobs(
+        self,
+        *,
+        queue: str | None = None,
+        status: str | None = None,
+        key: str | None = None,
+        task: str | None = None,
+        limit: int = 100,
+        after: int | None = None,
+        newest_first: bool = False,
+        created_after: datetime | None = None,
+        created_before: datetime | None = None,
+    ) -> list[Job]:
+        """Jobs in id order, ``limit`` at a time; page with ``after`` = the last id seen.
+        ``newest_first``: descending order, where ``after`` means ids below it."""
+        return await self._run(
+            reading.jobs(
+                queue=queue,
+                status=status,
+                key=key,
+                task=task,
+                limit=limit,
+                after=after,
+                newest_first=newest_first,
+                created_after=created_after,
+                created_before=created_before,
+            )
+        )
+
+    async def dependents(self, job_id: int) -> list[int]:
+        """The ids of the jobs that run after this one."""
+        return await self._run(reading.dependents(job_id))
+
+    async def stats(self, queue: str | None = None) -> Stats:
+        """Counts per status (of one queue, or all), and the oldest pending job's age."""
+        per_queue = await self.queue_stats(queue)
+        if queue is not None:
+            return per_queue.get(queue, Stats())
+        return sum_stats(per_queue.values())
+
+    async def queue_stats(self, queue: str | None = None) -> dict[str, Stats]:
+        """``{queue: Stats}`` for every queue with jobs (or just ``queue``); ``stats()``
+        gives the total."""
+        per_queue, fold = await self._run(reading.queue_stats(queue))
+        if fold:
+            await self.fold_counts()
+        return per_queue
+
+    async def fold_counts(self) -> int:
+        """Move the job counts' pending changes into the counts (PostgreSQL keeps them
+        apart so concurrent writers never wait on a shared counter; workers fold them
+        as part of their upkeep). Returns how many changes were folded."""
+        return await self._run(reading.fold_counts())
+
+    async def throughput(self, *, queue: str | None = None, minutes: int = 60) -> list[Throughput]:
+        """Jobs completed and failed per minute over the last ``minutes``."""
+        return await self._run(reading.throughput(queue=queue, minutes=minutes))
+
+    async def subscribers(self, job_id: int) -> list[str]:
+        return await self._run(reading.subscribers(job_id))
+
+    async def worker_seen(
+        self,
+        name: str,
+        *,
+        host: str,
+        pid: int,
+        queues: Sequence[str],
+        concurrency: int,
+        version: str,
+        running: int,
+        ttl: Duration,
+    ) -> None:
+        """Register a worker or refresh its entry; it counts as alive for ``ttl``."""
+        await self._run(
+            registry.worker_seen(
+                name=name,
+                host=host,
+                pid=pid,
+                queues=queues,
+                concurrency=concurrency,
+                version=version,
+                running=running,
+                ttl=ttl,
+            )
+        )
+
+    async def worker_stopped(self, name: str) -> None:
+        """Remove a worker's entry (a clean stop)."""
+        await self._run(registry.worker_stopped(name))
+
+    async def workers(self) -> list[WorkerInfo]:
+        """Every registered worker whose entry has not expired, idle ones too."""
+        return await self._run(registry.workers())
+
+    async def forget_workers(self, older_than: Duration) -> int:
+        """Delete entries of workers presumed dead for longer than ``older_than``."""
+        return await self._run(registry.forget_workers(older_than))
+
+    async def save_schedule(
+        self,
+        name: str,
+        *,
+        task: str,
+        queue: str,
+        spec: str,
+        first_slot: datetime | None,
+        next_slot: datetime | None,
+    ) -> ScheduleInfo:
+        """Declare a periodic schedule (a new one is owed no slot before ``first_slot``)."""
+        return await self._run(
+            registry.save_schedule(
+                name=name,
+                task=task,
+                queue=queue,
+                spec=spec,
+                first_slot=first_slot,
+                next_slot=next_slot,
+            )
+        )
+
+    async def run_schedule_slot(
+        self,
+        name: str,
+        *,
+        slot: datetime,
+        next_slot: datetime | None,
+        task: str,
+        payload: Any = None,
+        queue: str = "default",
+        priority: int = 0,
+        max_attempts: int | None = None,
+    ) -> Job | None:
+        """Enqueue the schedule's job for ``slot`` unless it was taken already: however
+        many workers call this, each slot is enqueued once. Returns the job, or None."""
+        return await self._run(
+            registry.run_schedule_slot(
+                self.defaults,
+                name=name,
+                slot=slot,
+                next_slot=next_slot,
+                task=task,
+                payload=payload,
+                queue=queue,
+                priority=priority,
+                max_attempts=max_attempts,
+            )
+        )
+
+    async def schedules(self) -> list[ScheduleInfo]:
+        """Every periodic schedule, with its last and next slot."""
+        return await self._run(registry.schedules())
+
+    async def take_notifications(
+        self, *, limit: int = 100, lease: Duration = 60.0
+    ) -> list[tuple[Job, list[str]]]:
+        """Take up to ``limit`` subscribers of final jobs who were not yet told of the
+        job's latest finish, with their jobs. They are this caller's for ``lease``: call
+        ``mark_notified`` once they are told (or ``retry_notifications``); if neither
+        comes (a crash), they are offered again when the lease ends."""
+        return await self._run(notifications.take_notifications(limit=limit, lease=lease))
+
+    async def mark_notified(self, items: Sequence[tuple[int, str]]) -> int:
+        """Record that subscribers were told: ``(job_id, subscriber)`` pairs."""
+        return await self._run(notifications.mark_notified(items))
+
+    async def retry_notifications(
+        self,
+        items: Sequence[tuple[int, str]],
+        error: str,
+        *,
+        base: Duration = 5.0,
+        cap: Duration = 3600.0,
+        max_attempts: int = 10,
+    ) -> int:
+        """Deliveries that failed: offered again after a back-off doubling from ``base``
+        (capped at ``cap``); after ``max_attempts`` they count as told, the error kept."""
+        return await self._run(
+            notifications.retry_notifications(
+                items, error, base=base, cap=cap, max_attempts=max_attempts
+            )
+        )
+
+    def generation(self) -> int:
+        """A counter that grows whenever this process learns of a change. Read it before
+        looking at the state you wait on, then pass it to ``wait_for_change``. A queue
+        that hears of no changes keeps it at 0 (waiters then poll)."""
+        return 0
+
+    async def wait_for_change(self, since: int, timeout: float) -> bool:
+        """Block until ``generation()`` passes ``since`` or ``timeout`` seconds pass;
+        True when a change was seen (a timeout means: look again)."""
+        await asyncio.sleep(max(0.0, timeout))
+        return False
+
+    async def wait(self, job_id: int, timeout: Duration | None = None, *, poll: float = 0.5) -> Job:
+        """Block until the job is final, or ``timeout`` passes; returns the job as it is
+        then (check ``job.is_final``). Woken by LISTEN/NOTIFY on PostgreSQL and by
+        commits of this process on SQLite; otherwise it polls every ``poll`` seconds."""
+        limit = None if timeout is None else seconds(timeout, "timeout")
+        deadline = None if limit is None else time.monotonic() + limit
+        while True:
+            since = self.generation()
+            job = await self.get(job_id)
+            if job is None:
+                raise JobNotFound(f"job {job_id} does not exist")
+            if job.is_final:
+                return job
+            left = poll if deadline is None else min(poll, deadline - time.monotonic())
+            if left <= 0:
+                return job
+            await self.wait_for_change(since, left)

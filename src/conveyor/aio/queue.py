@@ -1,0 +1,122 @@
+"""``AsyncQueue``: the queue contract for asyncio, run against a database.
+
+On PostgreSQL it runs each operation's plan (the same plans as ``Queue``) on psycopg's
+async connections and pool, and waits for changes through LISTEN/NOTIFY. SQLite has no
+asynchronous driver: there it runs the synchronous queue's operations on a worker
+thread, so the event loop never waits for the file."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any, TypeVar
+
+from conveyor.aio.contract import AsyncQueueAPI
+from conveyor.backends.aio import AsyncBackend, AsyncSession
+from conveyor.errors import ConveyorError
+from conveyor.ops import Announce, Call, Count, Once, Plan, Query
+from conveyor.ops.defaults import Defaults
+from conveyor.queue import NeedsWrite, Queue
+
+T = TypeVar("T")
+# An AsyncQueue on SQLite learns of changes by looking at its counter this often.
+_SQLITE_WATCH = 0.02
+
+
+class AsyncQueue(AsyncQueueAPI):
+    """A job queue in a SQL database, for asyncio. Build one with
+    ``await conveyor.aio.connect(url)``."""
+
+    def __init__(self, backend: AsyncBackend | Queue, *, defaults: Defaults | None = None) -> None:
+        if isinstance(backend, Queue):
+            self._threaded: Queue | None = backend
+            self._backend: AsyncBackend | None = None
+            self.defaults = backend.defaults
+        else:
+            self._threaded, self._backend = None, backend
+            self.defaults = defaults or Defaults()
+
+    async def _run(self, call: Call[T]) -> T:
+        if self._threaded is not None:
+            return await asyncio.to_thread(self._threaded._run, call)
+        backend = self._backend
+        assert backend is not None
+        work = call.build(backend)
+        if isinstance(work, Once):
+            rows = await backend.write_once(
+                work.query.name, work.query.params, queues=work.queues, finished=work.finished
+            )
+            if rows or work.if_empty is None:
+                return work.then(rows)
+            plan = work.if_empty()
+        else:
+            plan = work
+        # PostgreSQL readers never block writers: every plan can run in one session.
+        async with backend.session(conn=call.conn) as session:
+            return await drive(plan, session)
+
+    # -- lifecycle ------------------------------------------------------------------
+    async def close(self) -> None:
+        if self._threaded is not None:
+            await asyncio.to_thread(self._threaded.close)
+        elif self._backend is not None:
+            await self._backend.close()
+
+    @property
+    def url(self) -> str:
+        if self._threaded is not None:
+            return self._threaded.url
+        assert self._backend is not None
+        return self._backend.describe()
+
+    @property
+    def dialect(self) -> str:
+        return self._threaded.dialect if self._threaded is not None else "postgresql"
+
+    @property
+    def listens(self) -> bool:
+        """Whether other processes' changes wake this one (LISTEN/NOTIFY)."""
+        return self._backend is not None and self._backend.supports_listen_notify
+
+    # -- waiting for changes -----------------------------------------------------------
+    def generation(self) -> int:
+        if self._threaded is not None:
+            return self._threaded.generation()
+        assert self._backend is not None
+        return self._backend.generation()
+
+    async def wait_for_change(self, since: int, timeout: float) -> bool:
+        if self._backend is not None:
+            return await self._backend.wait_for_change(since, timeout)
+        deadline = time.monotonic() + max(0.0, timeout)
+        while self.generation() == since:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            await asyncio.sleep(min(_SQLITE_WATCH, left))
+        return True
+
+
+async def drive(plan: Plan[T], session: AsyncSession) -> T:
+    """Run a plan's statements in ``session`` (the twin of ``conveyor.queue.drive``)."""
+    try:
+        step = next(plan)
+        while True:
+            reply: Any = None
+            try:
+                if isinstance(step, Query):
+                    reply = await session.all(step.name, step.params)
+                elif isinstance(step, Count):
+                    reply = await session.execute(step.name, step.params)
+                elif isinstance(step, Announce):
+                    session.notify(queues=step.queues, finished=step.finished)
+            except ConveyorError as exc:
+                step = plan.throw(exc)
+                continue
+            step = plan.send(reply)
+    except StopIteration as done:
+        result: T = done.value
+        return result
+
+
+__all__ = ["AsyncQueue", "NeedsWrite"]
