@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -9,7 +10,7 @@ from typing import Any, Literal
 
 from conveyor import validation as check
 from conveyor.errors import DuplicateJob, InvalidArgument
-from conveyor.job import ACTIVE_STATUSES, FINAL_STATUSES, Job, Status
+from conveyor.job import ACTIVE_STATUSES, FINAL_STATUSES, Job, Progress, Status
 from conveyor.ops import Announce, Call, Once, Plan, Query, Row, Values
 from conveyor.ops.defaults import Defaults, Duration, job_id
 from conveyor.retry import seconds
@@ -24,6 +25,7 @@ ENQUEUE_FIELDS = frozenset(
      "group", "after", "on_dependency_failure"}
 )  # fmt: skip
 MAX_DEPENDENCIES = 1000
+_NO_PROGRESS = Progress()
 _BULK_CHUNK = 1000
 _RACE_ROUNDS = 10
 
@@ -80,6 +82,41 @@ class NewJob:
             "waiting_for": 0,
         }
 
+    def inserted(self, v: Values, row: Row, *, waiting_for: int = 0) -> Job:
+        """The job as just inserted: ``row`` holds what the database chose (its id and
+        times); everything else is what was sent, so nothing needs decoding."""
+        created = v.decode_time(row["created_at"])
+        run_at = v.decode_time(row["run_at"])
+        assert created is not None and run_at is not None
+        return Job(
+            id=row["id"],
+            queue=self.queue,
+            task=self.task,
+            payload=None if self.payload_json is None else json.loads(self.payload_json),
+            key=self.key,
+            status=Status.PENDING,
+            priority=self.priority,
+            run_at=run_at,
+            attempts=0,
+            max_attempts=self.max_attempts,
+            claim_id=None,
+            claimed_at=None,
+            lease_expires_at=None,
+            heartbeat_at=None,
+            worker=None,
+            progress=_NO_PROGRESS,
+            result=None,
+            error=None,
+            error_kind=None,
+            created_at=created,
+            started_at=None,
+            finished_at=None,
+            updated_at=created,
+            group=self.group,
+            depends_on=self.after,
+            waiting_for=waiting_for,
+        )
+
     def wire(self) -> dict[str, Any]:
         """The fields as a remote queue sends them."""
         return {
@@ -131,7 +168,7 @@ def enqueue(
             # Nothing to dedupe, wait for or subscribe: one INSERT, committed on its own.
             return Once(
                 Query("insert_job", job.params(v)),
-                lambda rows: v.decode_job(rows[0]),
+                lambda rows: job.inserted(v, rows[0]),
                 queues=(job.queue,),
             )
         return _insert(v, job, policy, who)
@@ -361,7 +398,7 @@ def _insert_new(v: Values, job: NewJob) -> Plan[Job | None]:
         return v.decode_job(rows[0])
     if params["waiting_for"] == 0:
         yield Announce(queues=[job.queue])
-    return v.decode_job(row)
+    return job.inserted(v, row, waiting_for=params["waiting_for"])
 
 
 def _reuse(v: Values, latest: Row, policy: Dedupe) -> Plan[Job | None]:

@@ -140,7 +140,7 @@ def run_schedule_slot(
             return None
         rows = yield Query("insert_job", job.params(v))
         yield Announce(queues=[job.queue])
-        return v.decode_job(rows[0])
+        return job.inserted(v, rows[0])
 
     return Call("run_schedule_slot", {**params, **job.wire()}, build)
 

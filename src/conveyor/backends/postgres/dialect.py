@@ -88,10 +88,17 @@ def notification(queues: Iterable[str], finished: Iterable[int]) -> str | None:
     touched, done = sorted(set(queues)), sorted(set(finished))
     if not (touched or done):
         return None
+    if not done and len(touched) == 1:
+        return _queue_touched(touched[0])  # every enqueue: the same few payloads
     payload = json.dumps({"queues": touched, "finished": done})
     if len(payload) > _MAX_PAYLOAD:
         payload = json.dumps({"queues": touched[:50], "finished": "*"})
     return payload
+
+
+@lru_cache(maxsize=256)
+def _queue_touched(queue: str) -> str:
+    return json.dumps({"queues": [queue], "finished": []})
 
 
 # A statement that makes jobs claimable or final carries its NOTIFY along. In autocommit

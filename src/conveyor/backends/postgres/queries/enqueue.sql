@@ -3,6 +3,7 @@
 -- same parameters.
 
 -- name: insert_job
+-- Returns what the database decided; the caller knows the rest of the new job.
 INSERT INTO {schema}.conveyor_jobs
     (queue, task, payload, key, priority, run_at, max_attempts, job_group, depends_on,
      waiting_for, created_at, updated_at)
@@ -12,7 +13,7 @@ VALUES
      now(), now())
 ON CONFLICT (queue, key) WHERE key IS NOT NULL AND status IN ('pending', 'running')
 DO NOTHING
-RETURNING *;
+RETURNING id, run_at, created_at;
 
 -- name: insert_jobs
 -- Many jobs without keys or dependencies in one statement; :items is a JSON array.
