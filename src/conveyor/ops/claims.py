@@ -11,6 +11,9 @@ from conveyor.ops import Announce, Call, Once, Plan, Query, Row, Values
 from conveyor.ops.admin import refuse_status
 from conveyor.ops.defaults import MAX_CLAIM, Defaults, claim_id, job_id, queue_names
 from conveyor.ops.flow import claim_controlled
+
+# Claims that count what remains fold the count deltas once this many pile up.
+FOLD_AFTER = 1000
 from conveyor.retry import seconds
 
 
@@ -64,7 +67,11 @@ def _claim(v: Values, params: dict[str, Any], previous: str | None, counting: bo
     remaining = None
     if counting:
         counted = yield Query("count_claimable", {"queue": params["queue"]})
-        remaining = max(0, int(counted[0]["n"])) if counted else 0
+        remaining = max(0, int(counted[0]["n"]))
+        if int(counted[0]["deltas"]) >= FOLD_AFTER:
+            # Counting reads the count deltas: fold them once they pile up (a second
+            # folder at the same moment finds the lock taken and folds nothing).
+            yield Query("fold_counts")
     return _made(v, params, rows, remaining=remaining, acked=len(acked))
 
 

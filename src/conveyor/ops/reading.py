@@ -16,7 +16,7 @@ from conveyor.ops.defaults import MAX_JOB_ID, MAX_LIST, job_id
 from conveyor.ops.enqueue import lease_expired, recover_one
 
 # Readers fold the counts' deltas themselves once this many pile up (PostgreSQL).
-FOLD_AFTER = 5000
+FOLD_AFTER = 2000
 MAX_THROUGHPUT_MINUTES = 7 * 24 * 60
 
 

@@ -60,8 +60,9 @@ RETURNING *;
 
 -- name: count_claimable
 -- Claimable now: pending, minus those not yet due or waiting on others. Counted from
--- the counts and two small index ranges, never the backlog; 0 while paused.
-SELECT CASE
+-- the counts and two small index ranges, never the backlog; 0 while paused. Also how
+-- many count deltas were read (the caller folds them when they pile up).
+SELECT (SELECT count(*) FROM {schema}.conveyor_count_deltas) AS deltas, CASE
     WHEN EXISTS (SELECT 1 FROM {schema}.conveyor_queues WHERE queue = :queue AND paused) THEN 0
     ELSE coalesce((SELECT sum(n) FROM (
                        SELECT n FROM {schema}.conveyor_counts
@@ -70,7 +71,8 @@ SELECT CASE
                        SELECT n FROM {schema}.conveyor_count_deltas
                        WHERE queue = :queue AND status = 'pending') AS parts), 0)
          - (SELECT count(*) FROM {schema}.conveyor_jobs
-            WHERE queue = :queue AND status = 'pending' AND run_at > now())
+            WHERE queue = :queue AND status = 'pending' AND run_at > created_at
+              AND run_at > now())
          - (SELECT count(*) FROM {schema}.conveyor_jobs
             WHERE queue = :queue AND status = 'pending' AND waiting_for > 0
               AND run_at <= now())

@@ -84,7 +84,8 @@ SELECT q.queue,
         WHERE j.status = 'pending' AND j.queue = q.queue
         ORDER BY j.id LIMIT 1) AS oldest_pending_at,
        (SELECT count(*) FROM {schema}.conveyor_jobs AS j
-        WHERE j.queue = q.queue AND j.status = 'pending' AND j.run_at > now()) AS scheduled
+        WHERE j.queue = q.queue AND j.status = 'pending' AND j.run_at > j.created_at
+          AND j.run_at > now()) AS scheduled
 FROM (SELECT queue FROM (SELECT queue, n FROM {schema}.conveyor_counts WHERE status = 'pending'
                          UNION ALL
                          SELECT queue, n FROM {schema}.conveyor_count_deltas

@@ -29,9 +29,13 @@ CREATE INDEX conveyor_jobs_claimable
     ON conveyor_jobs (queue, priority, id)
     WHERE status = 'pending' AND waiting_for = 0;
 
--- Pending jobs not yet due (scheduled, backing off), and those waiting on others:
--- counted to tell how many jobs are claimable now without scanning the backlog.
-CREATE INDEX conveyor_jobs_not_due ON conveyor_jobs (queue, run_at) WHERE status = 'pending';
+-- Pending jobs deferred (scheduled or backing off: run_at past their creation), and
+-- those waiting on others: counted to tell how many jobs are claimable now without
+-- scanning the backlog. Any job not yet due is a deferred one, and the index holds only
+-- those, so other queries over pending jobs never mistake it for theirs.
+CREATE INDEX conveyor_jobs_deferred
+    ON conveyor_jobs (queue, run_at)
+    WHERE status = 'pending' AND run_at > created_at;
 CREATE INDEX conveyor_jobs_waiting
     ON conveyor_jobs (queue, run_at)
     WHERE status = 'pending' AND waiting_for > 0;

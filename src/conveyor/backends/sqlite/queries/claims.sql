@@ -14,8 +14,10 @@ SET status = 'running',
     lease_expires_at = {now} + :lease_s,
     updated_at = {now}
 WHERE id IN (
+    -- The unary + keeps the planner on the claimable index, in claim order: driven by
+    -- run_at it would sort every due job to take the first few.
     SELECT id FROM conveyor_jobs
-    WHERE queue = :queue AND status = 'pending' AND waiting_for = 0 AND run_at <= {now}
+    WHERE queue = :queue AND status = 'pending' AND waiting_for = 0 AND +run_at <= {now}
     ORDER BY priority, id
     LIMIT :limit)
   AND NOT EXISTS (SELECT 1 FROM conveyor_queues AS c WHERE c.queue = :queue AND c.controlled)
@@ -56,11 +58,13 @@ RETURNING *;
 -- name: count_claimable
 -- Claimable now: pending, minus those not yet due or waiting on others. Counted from
 -- the counts table and two small index ranges, never the backlog; 0 while paused.
-SELECT CASE
+-- (deltas: SQLite keeps its counts exact in place, with nothing to fold.)
+SELECT 0 AS deltas, CASE
     WHEN EXISTS (SELECT 1 FROM conveyor_queues WHERE queue = :queue AND paused) THEN 0
     ELSE coalesce((SELECT n FROM conveyor_counts WHERE queue = :queue AND status = 'pending'), 0)
          - (SELECT count(*) FROM conveyor_jobs
-            WHERE queue = :queue AND status = 'pending' AND run_at > {now})
+            WHERE queue = :queue AND status = 'pending' AND run_at > created_at
+              AND run_at > {now})
          - (SELECT count(*) FROM conveyor_jobs
             WHERE queue = :queue AND status = 'pending' AND waiting_for > 0
               AND run_at <= {now})

@@ -58,7 +58,8 @@ SELECT c.queue,
         WHERE j.status = 'pending' AND j.queue = c.queue
         ORDER BY j.id LIMIT 1) AS oldest_pending_at,
        (SELECT count(*) FROM conveyor_jobs AS j
-        WHERE j.queue = c.queue AND j.status = 'pending' AND j.run_at > {now}) AS scheduled
+        WHERE j.queue = c.queue AND j.status = 'pending' AND j.run_at > j.created_at
+          AND j.run_at > {now}) AS scheduled
 FROM conveyor_counts AS c
 WHERE c.status = 'pending' AND c.n > 0 AND (:queue IS NULL OR c.queue = :queue);
 
