@@ -11,10 +11,10 @@ from conveyor.ops import Announce, Call, Once, Plan, Query, Row, Values
 from conveyor.ops.admin import refuse_status
 from conveyor.ops.defaults import MAX_CLAIM, Defaults, claim_id, job_id, queue_names
 from conveyor.ops.flow import claim_controlled
+from conveyor.retry import seconds
 
 # Claims that count what remains fold the count deltas once this many pile up.
 FOLD_AFTER = 1000
-from conveyor.retry import seconds
 
 
 def claim(

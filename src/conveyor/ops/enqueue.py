@@ -87,7 +87,8 @@ class NewJob:
         times); everything else is what was sent, so nothing needs decoding."""
         created = v.decode_time(row["created_at"])
         run_at = v.decode_time(row["run_at"])
-        assert created is not None and run_at is not None
+        assert created is not None
+        assert run_at is not None
         return Job(
             id=row["id"],
             queue=self.queue,
