@@ -18,8 +18,9 @@ from conveyor.errors import ConveyorError
 # not listed follow in the order they were registered.
 COMMAND_ORDER = [
     "enqueue", "jobs", "show", "retry", "cancel",
-    "stats", "info",
+    "stats", "info", "workers", "schedules",
     "worker", "serve", "demo", "bench",
+    "pause", "resume", "limits",
     "release", "reset-claims", "prune", "migrate",
 ]  # fmt: skip
 
