@@ -1,0 +1,1 @@
+"""conveyor inside FastAPI, Django and Flask applications (docs/frameworks.md)."""
