@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from fastapi.testclient import TestClient
@@ -119,6 +120,42 @@ def _cases(job_id: int, claim_id: str) -> list[tuple[str, str, str, Any, int]]:
         ("GET on a POST-only path", "GET", "/api/jobs/batch", None, 405),
         ("DELETE on the reset resource", "DELETE", "/api/claims/reset", None, 405),
         ("form body", "POST", "/api/jobs", ("task=t", "application/x-www-form-urlencoded"), 415),
+        # bodies built to stall a parser, or its checks
+        ("a depth-check staller", "POST", "/api/jobs",
+         b"[" * 80 + b'"\\' * 200_000, 422),
+        ("an unterminated string", "POST", "/api/jobs", b'{"task": "' + b"[" * 100, 400),
+        ("a million brackets", "POST", "/api/jobs", b"[" * 1_000_000, 422),
+        ("many shallow arrays", "POST", "/api/jobs", b"[" + b"[]," * 300_000 + b"[]]", 422),
+        # times and numbers past what the calendar or int() can hold
+        ("run_at past year 9999 in UTC", "POST", "/api/jobs",
+         {"task": "t", "run_at": "9999-12-31T23:00:00-14:00"}, 422),
+        ("run_at before year 1 in UTC", "POST", "/api/jobs",
+         {"task": "t", "run_at": "0001-01-01T00:00:00+14:00"}, 422),
+        ("a 4,400-digit job id", "GET", "/api/jobs/" + "9" * 4400, None, 422),
+        ("a 4,400-digit job id to cancel", "POST", f"/api/jobs/{'9' * 4400}/cancel", None, 422),
+        ("a 4,400-digit after", "GET", "/api/jobs?after=" + "9" * 4400, None, 422),
+        ("a 4,400-digit claim limit", "POST", "/api/queues/default/claim",
+         b'{"limit": ' + b"9" * 4400 + b"}", 400),
+        # leases past the server's bounds
+        ("a ten-year heartbeat", "POST", f"{job}/heartbeat",
+         {"claim_id": claim_id, "extend_seconds": 10 * 365 * 86400}, 422),
+        ("a ten-year batch heartbeat", "POST", "/api/batch/heartbeat",
+         {"items": [{"job_id": job_id, "claim_id": claim_id}], "extend_seconds": 3e8}, 422),
+        ("a ten-year claim by id", "POST", f"/api/jobs/{job_id + 1}/claim",
+         {"lease_seconds": 3e8}, 422),
+        # names that hide what they are
+        ("a direction override in a task", "POST", "/api/jobs", {"task": "a\u202eb"}, 422),
+        ("a C1 control in a queue", "POST", "/api/jobs", {"task": "t", "queue": "a\x85"}, 422),
+        ("a direction mark in a key query", "GET", "/api/jobs?key=a%E2%80%8Fb", None, 422),
+        ("a direction isolate in a worker", "POST", "/api/queues/default/claim",
+         {"worker": "w\u2066"}, 422),
+        ("an unknown include", "GET", "/api/jobs?include=payload,claim_id", None, 422),
+        ("a malformed flow-control body", "PUT", "/api/queues/default/limits",
+         b'{"max_running": ', 400),
+        ("limits of the wrong type", "PUT", "/api/queues/default/limits",
+         {"max_running": "5"}, 422),
+        ("a schedule with a control character", "PUT", "/api/schedules/s",
+         {"task": "t", "queue": "q", "spec": "a\nb"}, 422),
     ]  # fmt: skip
 
 
@@ -166,7 +203,7 @@ def test_batches_leave_out_unknown_claims_without_changing_anything(
         ("/api/batch/complete", {"job_id": 424242, "claim_id": claim.id}),
     ]:
         response = client.post(path, json={"items": [item]})
-        assert (response.status_code, response.json()) == (200, {"jobs": []})
+        assert (response.status_code, response.json()) == (200, {"jobs": [], "truncated": False})
     assert snapshot(queue) == before
 
 
@@ -178,3 +215,68 @@ def test_sql_looking_text_is_stored_as_text(client: TestClient, queue: conveyor.
         client.get("/api/jobs/latest", params={"key": SQL, "queue": SQL}).json()["id"] == job["id"]
     )
     assert queue.stats().pending == 1
+
+
+def _operations(client: TestClient) -> list[tuple[str, str, dict[str, Any]]]:
+    spec = client.get("/openapi.json").json()
+    return [
+        (method.upper(), path, operation)
+        for path, operations in spec["paths"].items()
+        for method, operation in operations.items()
+    ]
+
+
+def _fill(path: str, **values: str) -> str:
+    defaults = {"job_id": "1", "queue": "default", "claim_id": "c0ffee", "name": "n"}
+    return re.sub(r"{(\w+)}", lambda m: {**defaults, **values}[m.group(1)], path)
+
+
+def test_every_route_refuses_malformed_and_hostile_input(
+    client: TestClient, queue: conveyor.Queue
+) -> None:
+    """Generated from the OpenAPI document, so a new route is covered the day it is
+    added: every body that is not JSON, not an object or has an unknown field, every
+    path parameter that no id or name can be, every number query that is not one."""
+    queue.enqueue_many([{"task": "t", "key": f"k{n}"} for n in range(3)])
+    queue.claim(limit=1)
+    before = snapshot(queue)
+    hostile_paths = {"job_id": ["0", "9" * 4400], "queue": ["a%0Ab", "a%E2%80%AEb"],
+                     "claim_id": ["a%0Ab"], "name": ["a%0Ab", "a%C2%85b"]}  # fmt: skip
+    requests: list[tuple[str, str, str, Any, set[int]]] = []
+    for method, path, operation in _operations(client):
+        if "requestBody" in operation:
+            url = _fill(path)
+            requests += [
+                ("not JSON", method, url, b'{"task": ', {400}),
+                ("not an object", method, url, b"[]", {422}),
+                ("an unknown field", method, url, {"surely_unknown": 1}, {422}),
+                ("JSON too deep", method, url, b"[" * 200 + b"]" * 200, {422}),
+            ]
+        for name, values in hostile_paths.items():
+            if "{" + name + "}" in path:
+                body = {} if "requestBody" in operation else None
+                requests += [(f"{name}={v[:20]}", method, _fill(path, **{name: v}), body, {422})
+                             for v in values]  # fmt: skip
+        for parameter in operation.get("parameters", []):
+            kind = parameter.get("schema", {}).get("type") or [
+                s.get("type") for s in parameter.get("schema", {}).get("anyOf", [])
+            ]
+            if parameter["in"] == "query" and ("integer" in kind or "number" in kind):
+                url = f"{_fill(path)}?{parameter['name']}=lots"
+                body = {} if "requestBody" in operation else None
+                requests.append((f"{parameter['name']}=lots", method, url, body, {422}))
+    wrong = []
+    for name, method, url, body, expected in requests:
+        response = _send(client, method, url, body)
+        try:
+            error = response.json()["error"]
+            shaped = isinstance(error["code"], str) and isinstance(error["message"], str)
+        except (ValueError, KeyError, TypeError):
+            shaped = False
+        if response.status_code not in expected or not shaped:
+            wrong.append(
+                f"{method} {url[:60]} ({name}): {response.status_code} {response.text[:150]}"
+            )
+    assert len(requests) > 140  # every route, several ways
+    assert wrong == []
+    assert snapshot(queue) == before

@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 from conveyor.errors import ConfigurationError
 from conveyor.web import Limits, create_app
 from conveyor.web.limits import json_too_deep
-from tests.web.conftest import TOKENS, bearer
+from tests.web.conftest import LOCAL, TOKENS, bearer
 
 JSON = {"Content-Type": "application/json"}
 
@@ -32,7 +32,7 @@ def test_body_larger_than_the_limit_is_413(client: TestClient) -> None:
 
 def test_the_body_limit_is_configurable(db_url: str) -> None:
     app = create_app(db_url, tokens={}, limits=Limits(max_body_bytes=100))
-    with TestClient(app) as small:
+    with TestClient(app, base_url=LOCAL) as small:
         assert small.post("/api/jobs", json={"task": "t", "payload": "x" * 50}).status_code == 201
         assert small.post("/api/jobs", json={"task": "t", "payload": "x" * 100}).status_code == 413
 
@@ -111,7 +111,7 @@ def test_depth_ignores_brackets_inside_strings() -> None:
 
 def test_claim_limit_and_lease_bounds(db_url: str) -> None:
     limits = Limits(max_claim=10, min_lease_seconds=5, max_lease_seconds=60)
-    with TestClient(create_app(db_url, tokens={}, limits=limits)) as c:
+    with TestClient(create_app(db_url, tokens={}, limits=limits), base_url=LOCAL) as c:
         too_many = c.post("/api/queues/q/claim", json={"limit": 11})
         assert too_many.status_code == 422
         assert too_many.json()["error"]["message"] == (
@@ -127,7 +127,7 @@ def test_claim_limit_and_lease_bounds(db_url: str) -> None:
 
 def test_wait_timeout_and_list_limit_bounds(db_url: str) -> None:
     limits = Limits(max_wait_seconds=5, max_list=10)
-    with TestClient(create_app(db_url, tokens={}, limits=limits)) as c:
+    with TestClient(create_app(db_url, tokens={}, limits=limits), base_url=LOCAL) as c:
         job = c.post("/api/jobs", json={"task": "t"}).json()
         assert c.get(f"/api/jobs/{job['id']}/wait", params={"timeout": 6}).status_code == 422
         assert c.get("/api/jobs", params={"limit": 11}).status_code == 422

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 
 import pytest
 from fastapi import FastAPI
@@ -10,7 +11,8 @@ from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
 import conveyor
-from tests.web.conftest import bearer
+from conveyor.web import create_app
+from tests.web.conftest import LOCAL, bearer
 
 
 def _samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -66,8 +68,34 @@ def test_metrics_count_what_went_through_the_server(client: TestClient) -> None:
 def test_healthz_needs_no_token_and_reports_the_database_clock(app: FastAPI) -> None:
     with TestClient(app) as anonymous:
         response = anonymous.get("/healthz")
+        head = anonymous.head("/healthz")
     assert response.status_code == 200
-    assert response.json()["status"] == "ok"
+    body = response.json()
+    assert body["status"] == "ok"
+    assert body["schema_version"] == app.state.conveyor.queue.latest_schema_version
+    assert (head.status_code, head.content) == (200, b"")
+
+
+def test_healthz_is_503_while_the_schema_is_missing_or_behind(db_url: str) -> None:
+    queue = conveyor.connect(db_url, migrate=False)
+    try:
+        with TestClient(create_app(queue, tokens={}), base_url=LOCAL) as c:
+            missing = c.get("/healthz")
+            assert missing.status_code == 503
+            assert missing.json()["error"]["code"] == "schema_out_of_date"
+            assert "no conveyor schema" in missing.json()["error"]["message"]
+            assert c.head("/healthz").status_code == 503
+            queue.migrate(target=2)
+            behind = c.get("/healthz")
+            assert behind.status_code == 503
+            assert "schema version 2" in behind.json()["error"]["message"]
+            assert "conveyor migrate" in behind.json()["error"]["message"]
+            queue.migrate()
+            assert c.get("/healthz").status_code == 200
+    finally:
+        if queue.schema_version():
+            queue.drop_schema()
+        queue.close()
 
 
 def test_healthz_is_503_when_the_database_is_gone(
@@ -86,12 +114,13 @@ def test_healthz_is_503_when_the_database_is_gone(
     assert any("database error on GET /healthz" in r.getMessage() for r in caplog.records)
 
 
-def test_dashboard_is_a_self_contained_page(app: FastAPI) -> None:
+def test_dashboard_is_a_page_with_its_own_script_and_style(app: FastAPI) -> None:
     with TestClient(app) as anonymous:
         page = anonymous.get("/")
     assert page.status_code == 200
     assert page.headers["content-type"].startswith("text/html")
-    assert "/api/queues" in page.text
+    assert '<script type="module" src="/console/app.js' in page.text
+    assert "<script>" not in page.text and "<style>" not in page.text  # nothing inline
     assert "http://" not in page.text and "https://" not in page.text  # no external assets
 
 
@@ -117,7 +146,23 @@ def test_openapi_documents_every_design_endpoint(client: TestClient) -> None:
     }  # fmt: skip
     assert expected <= routes  # every route is listed with its role in test_auth.py
     assert "HTTPBearer" in spec["components"]["securitySchemes"]
-    assert client.get("/docs").status_code == 200
+
+
+def test_the_docs_page_and_its_files_come_from_the_server_itself(app: FastAPI) -> None:
+    """Swagger UI works offline: the page names no other host, and its files are served
+    from the package."""
+    with TestClient(app) as anonymous:
+        page = anonymous.get("/docs")
+        assert page.status_code == 200
+        sources = re.findall(r'(?:src|href)="([^"]+)"', page.text)
+        assert sources and all("//" not in source for source in sources)
+        assert "<script>" not in page.text and "<style" not in page.text
+        for source in sources:
+            asset = anonymous.get(f"/{source}")
+            assert asset.status_code == 200, source
+            assert len(asset.content) > 0
+        init = anonymous.get("/docs/assets/init.js").text
+        assert '"openapi.json"' in init and "validatorUrl: null" in init
 
 
 def test_an_unexpected_failure_is_logged_not_returned(
@@ -133,6 +178,7 @@ def test_an_unexpected_failure_is_logged_not_returned(
     assert response.json() == {
         "error": {"code": "internal_error", "message": "the server failed; see its log"}
     }
+    assert response.headers["x-content-type-options"] == "nosniff"  # even on a 500
     assert "secret internal detail" not in response.text
     logged = [r for r in caplog.records if r.exc_info and "unhandled error" in r.getMessage()]
     assert logged and "secret internal detail" in str(logged[0].exc_info[1])  # type: ignore[index]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -14,6 +15,7 @@ import httpx
 import pytest
 
 from conveyor.client import RemoteQueue
+from conveyor.web import parse_tokens
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -79,3 +81,20 @@ def test_serves_the_api_with_tokens_and_stops_on_sigterm(tmp_path: Path) -> None
     assert server.returncode in (0, -signal.SIGTERM), stderr
     assert "Traceback" not in stderr
     assert f"on http://127.0.0.1:{port} (2 token(s))" in stderr
+
+
+ROOT = Path(__file__).parents[2]
+DOCS = [ROOT / "README.md", ROOT / "docs" / "http.md", ROOT / "docs" / "deployment.md"]
+
+
+def test_the_token_examples_of_the_docs_work() -> None:
+    """Every literal CONVEYOR_TOKENS value the docs show is accepted as it is written."""
+    examples = [
+        value
+        for doc in DOCS
+        for value in re.findall(r'CONVEYOR_TOKENS(?:="|`\s*\(`")([^"]+)"', doc.read_text("utf-8"))
+        if "$(" not in value and "…" not in value
+    ]
+    assert examples  # the README shows one
+    for value in examples:
+        assert parse_tokens(value), value

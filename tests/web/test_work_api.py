@@ -86,7 +86,8 @@ def test_a_stale_claim_gets_409_and_changes_nothing(client: TestClient) -> None:
         assert response.status_code == 409, verb
         assert response.json()["error"]["code"] == "stale_claim"
     job = client.get(f"/api/jobs/{job_id}").json()
-    assert (job["status"], job["claim_id"]) == ("running", new["claim_id"])
+    assert (job["status"], job["claim_id"]) == ("running", None)  # a secret of its holder
+    assert job["claim_ref"] == new["jobs"][0]["claim_ref"] != old["jobs"][0]["claim_ref"]
 
 
 def test_reports_on_an_unknown_job_are_404(client: TestClient) -> None:

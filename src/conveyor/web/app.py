@@ -4,26 +4,43 @@ or to mount inside an application of your own."""
 from __future__ import annotations
 
 import ipaddress
+import logging
+import threading
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from starlette.types import ASGIApp
 
 import conveyor
 from conveyor.errors import ConfigurationError
+from conveyor.maintenance import Rescuer
 from conveyor.queue import Queue
-from conveyor.web import envelope
+from conveyor.web import console, docs, envelope
 from conveyor.web.auth import ENV_TOKENS, ENV_TOKENS_FILE, Role, Tokens, tokens_from_env
+from conveyor.web.guard import Guard, SecurityHeaders
 from conveyor.web.limits import BodyLimits, Limits
 from conveyor.web.metrics import Metrics
-from conveyor.web.routes import admin, flow, jobs, ops, runtime, work
+from conveyor.web.routes import admin, bulk, flow, jobs, ops, runtime, whoami, work
 from conveyor.web.state import ServerState
+
+log = logging.getLogger("conveyor.web")
+ROUTES = (jobs, work, runtime, admin, bulk, flow, ops, whoami)
 
 DESCRIPTION = """The conveyor job queue over HTTP: the same contract as the Python API.
 
 Send `Authorization: Bearer <token>`; a token grants the `reader` (read), `worker`
 (also enqueue, claim and report) or `admin` (everything) role. Errors are
-`{"error": {"code": ..., "message": ...}}`."""
+`{"error": {"code": ..., "message": ...}}`. A request that changes something carries
+`Content-Type: application/json` (even without a body) or an `Authorization` header."""
+
+
+class _App(FastAPI):
+    """FastAPI, with the security headers outside everything else, so that even the
+    answers of its own error handling carry them."""
+
+    def build_middleware_stack(self) -> ASGIApp:
+        return SecurityHeaders(super().build_middleware_stack())
 
 
 def create_app(
@@ -31,15 +48,29 @@ def create_app(
     *,
     tokens: Mapping[str, Role | str] | None = None,
     limits: Limits | None = None,
+    rescue_interval: float | None = None,
 ) -> FastAPI:
-    """The API, the dashboard, ``/metrics`` and ``/healthz`` over one queue.
+    """The API, the console (the dashboard), ``/metrics``, ``/healthz`` and ``/docs`` over one
+    queue.
 
     ``queue_or_url``: a ``Queue`` (left open when the app stops) or a database URL
     (default: ``$CONVEYOR_DATABASE_URL``, else ``sqlite:///conveyor.db``), opened now and
     closed with the app. ``tokens``: ``{token: role}``; by default read from
     ``$CONVEYOR_TOKENS`` / ``$CONVEYOR_TOKENS_FILE``; an empty mapping turns auth off
-    (every caller is an admin: bind such a server to loopback only)."""
+    (every caller is an admin, and only loopback ``Host`` names are answered: bind such
+    a server to loopback only). ``rescue_interval``: every so many seconds while the app
+    runs, jobs whose lease expired go back to pending (``conveyor serve`` does this; an
+    app of your own may leave it to its workers).
+
+    Mounting (``outer.mount("/queue", create_app(queue))``, or serving behind a proxy
+    with ``--root-path``) works under any path: routes match below the mount point, the
+    API docs find their schema there, and the dashboard (served at ``<path>/``; a
+    request for ``<path>`` is redirected there) reaches the API with relative URLs.
+    A mounted app gets no lifespan of its own: give it an open ``Queue`` and close that
+    from the outer app's lifespan."""
     known = Tokens(tokens_from_env() if tokens is None else tokens)
+    if rescue_interval is not None and not rescue_interval > 0:
+        raise ConfigurationError(f"rescue_interval: expected seconds > 0, got {rescue_interval}")
     owned = not isinstance(queue_or_url, Queue)
     queue = queue_or_url if isinstance(queue_or_url, Queue) else conveyor.connect(queue_or_url)
     state = ServerState(
@@ -48,22 +79,62 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        yield
-        if owned:
-            queue.close()
+        rescuer = None if rescue_interval is None else _Rescuing(queue, rescue_interval)
+        try:
+            yield
+        finally:
+            if rescuer is not None:
+                rescuer.stop()
+            if owned:
+                queue.close()
 
-    app = FastAPI(
+    app = _App(
         title="conveyor",
         version=conveyor.__version__,
         description=DESCRIPTION,
         lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+        swagger_ui_oauth2_redirect_url=None,
     )
     app.state.conveyor = state
     envelope.install(app)
-    for module in (jobs, work, runtime, admin, flow, ops):
+    for module in ROUTES:
         app.include_router(module.router)
+    docs.install(app)
+    console.install(app)
+    # Added last runs first: the guard sees the request's head before the body is read.
     app.add_middleware(BodyLimits, limits=state.limits)
+    roles = [role for module in ROUTES for role in module.router.roles]
+    app.add_middleware(
+        Guard, tokens=lambda: app.state.conveyor.tokens, roles=roles, backoff=state.backoff
+    )
     return app
+
+
+class _Rescuing:
+    """Runs the rescuer (``conveyor.maintenance.Rescuer``) every ``interval`` seconds in
+    a thread of its own, from now until ``stop``. A failed pass is logged and retried
+    at the next one."""
+
+    def __init__(self, queue: Queue, interval: float) -> None:
+        self._rescuer = Rescuer(queue)
+        self._interval = interval
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="conveyor-rescuer", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stopped.is_set():
+            try:
+                self._rescuer.run_once()
+            except Exception as exc:  # a database restart must not end the rescues
+                log.warning("rescuer pass failed: %s; trying again in %gs", exc, self._interval)
+            self._stopped.wait(self._interval)
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self._thread.join(timeout=10)
 
 
 def check_bind_address(host: str, tokens: Mapping[str, Role | str]) -> None:

@@ -2,7 +2,7 @@
 
 Each token grants one role; roles nest: ``admin`` can do what a ``worker`` can, and a
 ``worker`` what a ``reader`` can. Tokens come from ``create_app(tokens=...)``, else from
-``$CONVEYOR_TOKENS`` (``"admin:secret1,worker:secret2"``) or the file named by
+``$CONVEYOR_TOKENS`` (``"admin:adm-secret-1,worker:wrk-secret-1"``) or the file named by
 ``$CONVEYOR_TOKENS_FILE`` (one ``role:token`` a line, ``#`` comments). With no tokens at
 all, every request is an admin: only for a server bound to loopback.
 """
@@ -79,7 +79,7 @@ class Tokens:
 
 
 def parse_tokens(text: str, *, source: str = ENV_TOKENS) -> dict[str, Role]:
-    """``"admin:secret1,worker:secret2"`` (commas or newlines) -> ``{token: role}``."""
+    """``"admin:adm-secret-1,worker:wrk-secret-1"`` (commas or newlines) -> ``{token: role}``."""
     tokens: dict[str, Role] = {}
     for raw in text.replace("\n", ",").split(","):
         entry = raw.strip()
@@ -134,22 +134,49 @@ _bearer = HTTPBearer(
 Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
 
 
-def require(needed: Role) -> Any:
-    """A route dependency: the request's token must grant ``needed`` (or more)."""
+ROLE_KEY = "conveyor.role"  # where the guard leaves the caller's role, in the ASGI scope
 
-    def check(request: Request, credentials: Credentials) -> Role:
-        tokens: Tokens = request.app.state.conveyor.tokens
-        role = tokens.role_for(credentials.credentials if credentials else None)
+
+def require(needed: Role) -> Any:
+    """A route dependency: the request's token must grant ``needed`` (or more).
+
+    The guard middleware (``conveyor.web.guard``) already checked the token and the
+    role before the body was read; this repeats the check for an app mounted without
+    it, and puts the bearer scheme in the OpenAPI document."""
+
+    async def check(request: Request, credentials: Credentials) -> Role:
+        role: Role | None = request.scope.get(ROLE_KEY)
+        if role is None:
+            tokens: Tokens = request.app.state.conveyor.tokens
+            role = tokens.role_for(credentials.credentials if credentials else None)
         if role is None:
             if credentials is None:
-                message = "expected a header Authorization: Bearer <token>"
-                raise AuthError(401, "unauthorized", message)
-            raise AuthError(401, "unauthorized", "the bearer token is not valid")
+                raise AuthError(401, "unauthorized", MISSING_TOKEN)
+            raise AuthError(401, "unauthorized", WRONG_TOKEN)
         if not role.allows(needed):
-            raise AuthError(
-                403, "forbidden", f"this route needs the {needed} role; the token grants {role}"
-            )
+            raise AuthError(403, "forbidden", forbidden(needed, role))
         return role
 
-    dependency: Callable[..., Role] = check
+    check.needed = needed  # type: ignore[attr-defined]  # read by the guard
+    dependency: Callable[..., Any] = check
     return Depends(dependency)
+
+
+async def _caller(request: Request) -> Role:
+    """The role of the request's token (an admin's when the server has no tokens)."""
+    role: Role | None = request.scope.get(ROLE_KEY)
+    if role is None:
+        tokens: Tokens = request.app.state.conveyor.tokens
+        header = request.headers.get("authorization", "")
+        scheme, _, token = header.partition(" ")
+        role = tokens.role_for(token.strip() if scheme.lower() == "bearer" else None)
+    return role or Role.READER
+
+
+Caller = Annotated[Role, Depends(_caller)]
+MISSING_TOKEN = "expected a header Authorization: Bearer <token>"
+WRONG_TOKEN = "the bearer token is not valid"
+
+
+def forbidden(needed: Role, role: Role) -> str:
+    return f"this route needs the {needed} role; the token grants {role}"

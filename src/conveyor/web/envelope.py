@@ -7,6 +7,7 @@ are logged here and never sent."""
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -47,6 +48,18 @@ _HTTP_CODES = {
 }
 _MAX_LISTED = 5
 _METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
+# A claim id in a path (``/api/claims/{claim_id}``, ``…/ack``), but not ``reset``.
+_CLAIM_IN_PATH = re.compile(r"(/api/claims/)(?!reset(?:[/?]|$))[^/?]+")
+MAX_SHOWN_PATH = 200
+
+
+def shown_path(path: str) -> str:
+    """A request path as logs and messages show it: claim ids (secrets of their
+    holders) replaced by ``…``, and cut to ``MAX_SHOWN_PATH`` characters."""
+    redacted = _CLAIM_IN_PATH.sub(r"\1…", path)
+    if len(redacted) <= MAX_SHOWN_PATH:
+        return redacted
+    return f"{redacted[:MAX_SHOWN_PATH]}… ({len(redacted)} characters)"
 
 
 def error_response(
@@ -68,7 +81,9 @@ def install(app: FastAPI) -> None:
 async def _conveyor_error(request: Request, exc: ConveyorError) -> JSONResponse:
     status = next((s for cls, s in STATUS_OF.items() if isinstance(exc, cls)), 500)
     if isinstance(exc, DatabaseError):
-        log.warning("database error on %s %s: %s", request.method, request.url.path, exc)
+        log.warning(
+            "database error on %s %s: %s", request.method, shown_path(request.url.path), exc
+        )
         return error_response(
             503,
             exc.code,
@@ -76,9 +91,8 @@ async def _conveyor_error(request: Request, exc: ConveyorError) -> JSONResponse:
             headers={"Retry-After": "1"},
         )
     if status == 500:
-        log.error(
-            "unexpected %s on %s %s: %s", type(exc).__name__, request.method, request.url.path, exc
-        )
+        path = shown_path(request.url.path)
+        log.error("unexpected %s on %s %s: %s", type(exc).__name__, request.method, path, exc)
         return error_response(500, "internal_error", "the server failed; see its log")
     job_id = exc.job_id if isinstance(exc, DuplicateJob) else None
     return error_response(status, exc.code, exc.message, job_id=job_id)
@@ -118,14 +132,15 @@ async def _http_error(request: Request, exc: HTTPException) -> JSONResponse:
         code = "malformed_json"
         message = "request body: expected UTF-8 JSON (numbers at most 4300 digits long)"
     elif status == 404:
-        message = f"no route matches {request.method} {request.url.path}"
+        message = f"no route matches {request.method} {shown_path(request.url.path)}"
     elif status == 405:
-        message = f"method {request.method} is not allowed on {request.url.path}"
+        message = f"method {request.method} is not allowed on {shown_path(request.url.path)}"
         headers["Allow"] = ", ".join(_allowed_methods(request))
     else:
         message = str(exc.detail)
     if status >= 500:  # pragma: no cover - routes raise library errors, not 5xx
-        log.error("HTTP %s on %s %s: %s", status, request.method, request.url.path, exc.detail)
+        path = shown_path(request.url.path)
+        log.error("HTTP %s on %s %s: %s", status, request.method, path, exc.detail)
         message = "the server failed; see its log"
     return error_response(status, code, message, headers=headers)
 
@@ -142,5 +157,6 @@ def _allowed_methods(request: Request) -> list[str]:
 
 
 async def _internal_error(request: Request, exc: Exception) -> JSONResponse:
-    log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+    path = shown_path(request.url.path)
+    log.exception("unhandled error on %s %s", request.method, path, exc_info=exc)
     return error_response(500, "internal_error", "the server failed; see its log")

@@ -6,6 +6,8 @@ checks are repeated here so the schema documents them."""
 
 from __future__ import annotations
 
+import dataclasses
+import typing
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -16,16 +18,17 @@ from pydantic import (
     ConfigDict,
     Field,
     StringConstraints,
+    create_model,
 )
 
-from conveyor.job import Job, Status
-from conveyor.queue import MAX_CLAIM
-from conveyor.validation import INT32, MAX_KEY_LENGTH, MAX_NAME_LENGTH
+from conveyor.job import Job, Stats, Status
+from conveyor.ops.defaults import MAX_CLAIM, MAX_JOB_ID
+from conveyor.validation import INT32, MAX_KEY_LENGTH, MAX_NAME_LENGTH, NAME_PATTERN
 
-JOB_ID_MAX = 2**63 - 1
 TEN_YEARS = 10 * 365 * 86400.0
 MAX_BATCH = 10_000
-_NO_CONTROL = r"^[^\x00-\x1f]*$"
+# Names refuse control characters and bidirectional text controls, as the library does.
+_NO_CONTROL = NAME_PATTERN
 
 Name = Annotated[
     str, StringConstraints(min_length=1, max_length=MAX_NAME_LENGTH, pattern=_NO_CONTROL)
@@ -34,7 +37,7 @@ Key = Annotated[
     str, StringConstraints(min_length=1, max_length=MAX_KEY_LENGTH, pattern=_NO_CONTROL)
 ]
 ClaimId = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=_NO_CONTROL)]
-JobId = Annotated[int, Field(ge=1, le=JOB_ID_MAX)]
+JobId = Annotated[int, Field(ge=1, le=MAX_JOB_ID)]
 Int32 = Annotated[int, Field(ge=-INT32, le=INT32)]
 Count = Annotated[int, Field(ge=0, le=INT32)]
 Seconds = Annotated[float, Field(ge=0, le=TEN_YEARS, allow_inf_nan=False)]
@@ -205,32 +208,56 @@ class PruneRequest(_Request):
 
 
 # -- responses --------------------------------------------------------------------------
-# A job is answered in its JSON form, derived from the ``Job`` dataclass itself.
-JobOut = Job
+def _job_model() -> Any:
+    """A job as the API answers it: every field of the ``Job`` dataclass (derived from
+    it, so a new field is documented by itself), ``claim_ref`` beside ``claim_id``, and
+    ``payload``/``result`` optional (lists leave them out unless asked)."""
+    hints = typing.get_type_hints(Job)
+    fields: dict[str, Any] = {}
+    for f in dataclasses.fields(Job):
+        if f.name in ("payload", "result"):
+            text = "left out of lists unless `include` asks for it"
+            fields[f.name] = (hints[f.name], Field(None, description=text))
+        elif f.name == "claim_id":
+            text = "the claim holding the job: only in answers to that claim's own requests"
+            fields[f.name] = (str | None, Field(description=text))
+        elif f.default is not dataclasses.MISSING:
+            fields[f.name] = (hints[f.name], f.default)
+        else:
+            fields[f.name] = (hints[f.name], ...)
+    text = "a fingerprint of the claim holding the job (groups a claim's jobs; not its id)"
+    fields["claim_ref"] = (str | None, Field(description=text))
+    return create_model("Job", **fields)
+
+
+JobOut = _job_model()
+TRUNCATED = (
+    "the answer reached the server's byte budget (Limits.max_response_bytes): jobs "
+    "were left out, or (for writes) sent without payload and result"
+)
 
 
 class JobList(BaseModel):
-    jobs: list[JobOut]
+    jobs: list[JobOut]  # type: ignore[valid-type]
+    truncated: bool = Field(False, description=TRUNCATED)
 
 
 class ClaimOut(BaseModel):
     claim_id: str
     queue: str
-    jobs: list[JobOut]
+    jobs: list[JobOut]  # type: ignore[valid-type]
     remaining: int | None = Field(description="jobs of the queue claimable now")
     acked: int = Field(description="jobs of the acknowledged claim completed first")
+    truncated: bool = Field(
+        False,
+        description="the byte budget was reached: the jobs that did not fit went back to "
+        "pending (no attempt spent) and count in `remaining`",
+    )
 
 
-class StatsOut(BaseModel):
-    pending: int
-    running: int
-    completed: int
-    failed: int
-    cancelled: int
-    oldest_pending_at: datetime | None
-    scheduled: int = Field(description="pending jobs whose run_at is in the future")
-    expired: int = Field(description="running jobs whose lease has expired")
-    total: int
+# Counts are answered in their JSON form (``conveyor.codec``), derived from the
+# dataclass itself.
+StatsOut = Stats
 
 
 class QueuesOut(BaseModel):
@@ -247,12 +274,17 @@ class ResetOut(BaseModel):
 
 
 class NotificationOut(BaseModel):
-    job: JobOut
+    job: JobOut  # type: ignore[valid-type]
     subscribers: list[str]
 
 
 class NotificationsOut(BaseModel):
     notifications: list[NotificationOut]
+    truncated: bool = Field(
+        False,
+        description="the byte budget was reached: the rest stay taken until their lease "
+        "ends, then are offered again",
+    )
 
 
 class MarkedOut(BaseModel):
@@ -278,6 +310,7 @@ class CompletedOut(BaseModel):
 class HealthOut(BaseModel):
     status: Literal["ok"]
     time: datetime = Field(description="the database clock")
+    schema_version: int = Field(description="the migrations applied to the database")
 
 
 class ErrorBody(BaseModel):

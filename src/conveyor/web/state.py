@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated
 
 from fastapi import Depends, Request
 
-from conveyor.job import Job
 from conveyor.queue import Queue
 from conveyor.web.auth import Tokens
+from conveyor.web.backoff import TokenBackoff
 from conveyor.web.limits import Limits
 from conveyor.web.metrics import Metrics
+
+
+@dataclass(slots=True)
+class Waits:
+    """Long polls under way. Only the event loop touches it: no lock."""
+
+    active: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,16 +27,13 @@ class ServerState:
     tokens: Tokens
     limits: Limits
     metrics: Metrics
+    backoff: TokenBackoff = field(default_factory=TokenBackoff)
+    waits: Waits = field(default_factory=Waits)
 
 
-def _state(request: Request) -> ServerState:
+async def _state(request: Request) -> ServerState:
     state: ServerState = request.app.state.conveyor
     return state
 
 
 State = Annotated[ServerState, Depends(_state)]
-
-
-def job_out(job: Job) -> dict[str, object]:
-    """A job as the API returns it (validated against ``JobOut`` by the route)."""
-    return job.to_dict()

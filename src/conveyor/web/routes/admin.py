@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+from fastapi import Query, Response
 
+from conveyor.web.answers import job_answer
 from conveyor.web.auth import Role, require
 from conveyor.web.models import (
     TEN_YEARS,
@@ -16,45 +17,52 @@ from conveyor.web.models import (
     RemovedOut,
     ResetOut,
 )
+from conveyor.web.router import Router
 from conveyor.web.routes.common import JobIdPath, QueuePath, QueuesQuery, errors, queue_list
-from conveyor.web.state import State, job_out
+from conveyor.web.state import State
 
-router = APIRouter(tags=["admin"], dependencies=[require(Role.ADMIN)])
+router = Router(tags=["admin"], dependencies=[require(Role.ADMIN)])
 
 
 @router.post(
-    "/api/jobs/{job_id:int}/retry",
+    "/api/jobs/{job_id:job_id}/retry",
     response_model=JobOut,
     responses=errors(404, 409),
     summary="Run a final job again",
 )
-def retry(job_id: JobIdPath, state: State) -> dict[str, Any]:
+def retry(
+    job_id: JobIdPath,
+    state: State,
+    reset_attempts: Annotated[
+        bool, Query(description="false: keep the attempts spent; refused once they are all spent")
+    ] = True,
+) -> Response:
     """A failed, cancelled or completed job back to pending, attempts reset."""
-    return job_out(state.queue.retry(job_id))
+    return job_answer(state.queue.retry(job_id, reset_attempts=reset_attempts))
 
 
 @router.post(
-    "/api/jobs/{job_id:int}/release",
+    "/api/jobs/{job_id:job_id}/release",
     response_model=JobOut,
     responses=errors(404, 409),
     summary="Put a running job back to pending, whoever holds it",
 )
-def release_job(job_id: JobIdPath, state: State) -> dict[str, Any]:
+def release_job(job_id: JobIdPath, state: State) -> Response:
     """An admin's reset of one job: its claim no longer holds it, and any write by that
     claim is refused."""
-    return job_out(state.queue.release_job(job_id))
+    return job_answer(state.queue.release_job(job_id))
 
 
 @router.post(
-    "/api/jobs/{job_id:int}/cancel",
+    "/api/jobs/{job_id:job_id}/cancel",
     response_model=JobOut,
     responses=errors(404, 409),
     summary="Cancel a pending or running job",
 )
-def cancel(job_id: JobIdPath, state: State) -> dict[str, Any]:
+def cancel(job_id: JobIdPath, state: State) -> Response:
     job = state.queue.cancel(job_id)
     state.metrics.reported_jobs([job])
-    return job_out(job)
+    return job_answer(job)
 
 
 @router.post(

@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import Path, Query
-from starlette.convertors import StringConvertor, register_url_convertor
+from starlette.convertors import Convertor, StringConvertor, register_url_convertor
 
+from conveyor.ops.defaults import MAX_JOB_ID
 from conveyor.validation import MAX_KEY_LENGTH, MAX_NAME_LENGTH
-from conveyor.web.models import _NO_CONTROL, JOB_ID_MAX, ErrorOut
+from conveyor.web.models import _NO_CONTROL, ErrorOut
 
 _DESCRIPTIONS = {
     400: "Malformed request (the body is not JSON)",
@@ -16,12 +17,14 @@ _DESCRIPTIONS = {
     403: "The token's role does not allow this route",
     404: "No such job, or no such route",
     409: "Stale claim, invalid transition, or an active job already has the key",
+    408: "The request body did not arrive in time",
     413: "Request body too large",
     415: "Request body is not JSON",
     422: "Invalid argument",
-    503: "The database is unavailable",
+    429: "Too many wrong tokens from this address (Retry-After)",
+    503: "The database is unavailable, or a server limit was reached (Retry-After)",
 }
-_EVERY_ROUTE = (400, 401, 403, 404, 413, 415, 422, 503)
+_EVERY_ROUTE = (400, 401, 403, 404, 408, 413, 415, 422, 429, 503)
 
 
 def errors(*extra: int) -> dict[int | str, dict[str, Any]]:
@@ -30,7 +33,7 @@ def errors(*extra: int) -> dict[int | str, dict[str, Any]]:
     return {code: {"model": ErrorOut, "description": _DESCRIPTIONS[code]} for code in codes}
 
 
-JobIdPath = Annotated[int, Path(ge=1, le=JOB_ID_MAX, description="the job's id")]
+JobIdPath = Annotated[int, Path(ge=1, le=MAX_JOB_ID, description="the job's id")]
 QueuePath = Annotated[
     str, Path(min_length=1, max_length=MAX_NAME_LENGTH, pattern=_NO_CONTROL, description="queue")
 ]
@@ -58,6 +61,31 @@ def queue_list(value: str | None) -> list[str] | None:
 
 
 KeyQuery = Annotated[str | None, KEY]
+IncludeQuery = Annotated[
+    str | None,
+    Query(
+        max_length=100,
+        pattern=r"^(payload|result)(,(payload|result))*$",
+        description="fields left out of lists unless named here: payload, result (comma list)",
+    ),
+]
+
+
+class _JobIdConvertor(Convertor[int]):
+    """A job id in a path: digits. Past 20 digits no job id can be meant: the value
+    becomes one out of range (a 422 from the path's bounds), never handed to ``int``,
+    which refuses texts over 4,300 digits with an error of its own."""
+
+    regex = "[0-9]+"
+
+    def convert(self, value: str) -> int:
+        return int(value) if len(value) <= 20 else MAX_JOB_ID + 1
+
+    def to_string(self, value: int) -> str:
+        return str(value)
+
+
+register_url_convertor("job_id", _JobIdConvertor())
 
 
 class _ClaimIdConvertor(StringConvertor):

@@ -5,16 +5,17 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+from fastapi import Query
 
 from conveyor.codec import to_json
 from conveyor.info import QueueSettings, Rate
 from conveyor.web.auth import Role, require
 from conveyor.web.models import DependentsOut, LimitsRequest, RateIn
+from conveyor.web.router import Router
 from conveyor.web.routes.common import JobIdPath, QueuePath, QueueQuery, errors
 from conveyor.web.state import State
 
-router = APIRouter(tags=["flow control"])
+router = Router(tags=["flow control"])
 admin = [require(Role.ADMIN)]
 reader = [require(Role.READER)]
 
@@ -109,7 +110,7 @@ def throughput(
 
 
 @router.get(
-    "/api/jobs/{job_id:int}/dependents",
+    "/api/jobs/{job_id:job_id}/dependents",
     response_model=DependentsOut,
     dependencies=reader,
     responses=errors(),

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request, Response
-from starlette.concurrency import run_in_threadpool
+from fastapi import Query, Request, Response
 
+from conveyor.aio.queue import AsyncQueue
 from conveyor.errors import InvalidArgument, JobNotFound
 from conveyor.job import Job, Status
-from conveyor.queue import MAX_LIST
+from conveyor.ops.defaults import MAX_JOB_ID
+from conveyor.queue import MAX_LIST, Queue
+from conveyor.web.answers import Budget, answer, job_answer, job_json, parse_include, trimmed
 from conveyor.web.auth import Role, require
+from conveyor.web.envelope import error_response
 from conveyor.web.models import (
     BatchEnqueueRequest,
     EnqueueRequest,
@@ -22,27 +24,29 @@ from conveyor.web.models import (
     SubscribersOut,
     WhenQuery,
 )
+from conveyor.web.router import Router
 from conveyor.web.routes.common import (
     KEY,
     QUEUE,
+    IncludeQuery,
     JobIdPath,
     KeyQuery,
     QueueQuery,
     TaskQuery,
     errors,
 )
-from conveyor.web.state import State, job_out
+from conveyor.web.state import State
 
-router = APIRouter(tags=["jobs"])
+router = Router(tags=["jobs"])
 reader = [require(Role.READER)]
 worker = [require(Role.WORKER)]
 
-# While a long poll waits it holds no thread: it watches the backend's change counter
-# and re-reads the job when it moves, or every _REREAD seconds (changes made by other
-# processes on SQLite are not announced).
-_WATCH = 0.05
 _REREAD = 1.0
 _DEFAULT_WAIT = 30.0
+# Pages a list reads from the database while it fills its byte budget: the first
+# small, the next sized by what the first ones weighed.
+_FIRST_PAGE = 16
+_MAX_PAGE = 256
 
 
 @router.post(
@@ -56,7 +60,7 @@ _DEFAULT_WAIT = 30.0
     },
     summary="Enqueue a job",
 )
-def enqueue(body: EnqueueRequest, state: State, response: Response) -> dict[str, Any]:
+def enqueue(body: EnqueueRequest, state: State) -> Response:
     """Add a job. With a `key`, an active job with that key is returned (200) instead of
     a new one (201), or refused (409) with `on_active="raise"`."""
     job = state.queue.enqueue(
@@ -76,10 +80,8 @@ def enqueue(body: EnqueueRequest, state: State, response: Response) -> dict[str,
         after=body.after,
         on_dependency_failure=body.on_dependency_failure,
     )
-    if job.deduplicated:
-        response.status_code = 200
     state.metrics.enqueued_jobs([job])
-    return job_out(job)
+    return job_answer(job, status_code=200 if job.deduplicated else 201)
 
 
 @router.post(
@@ -90,13 +92,17 @@ def enqueue(body: EnqueueRequest, state: State, response: Response) -> dict[str,
     responses=errors(409),
     summary="Enqueue many jobs in one transaction",
 )
-def enqueue_many(body: BatchEnqueueRequest, state: State) -> dict[str, Any]:
+def enqueue_many(body: BatchEnqueueRequest, state: State) -> Response:
+    """Every job, in the order sent (an item whose key was active gives that job).
+    Past the byte budget the jobs come without payload and result (`truncated`)."""
     items = [item.model_dump(exclude_unset=True, exclude_none=True) for item in body.jobs]
     if body.ids_only:
-        return {"ids": state.queue.enqueue_ids(items, queue=body.queue)}
+        return answer({"ids": state.queue.enqueue_ids(items, queue=body.queue)}, 201)
     jobs = state.queue.enqueue_many(items, queue=body.queue)
     state.metrics.enqueued_jobs(jobs)
-    return {"jobs": [job_out(j) for j in jobs]}
+    rendered = trimmed(jobs, state.limits.max_response_bytes).render()
+    rendered.status_code = 201
+    return rendered
 
 
 @router.get(
@@ -113,20 +119,42 @@ def list_jobs(
     key: KeyQuery = None,
     task: TaskQuery = None,
     limit: Annotated[int, Query(ge=1, le=MAX_LIST)] = 100,
-    after: Annotated[int | None, Query(ge=0, le=2**63 - 1, description="last id seen")] = None,
+    after: Annotated[int | None, Query(ge=0, le=MAX_JOB_ID, description="last id seen")] = None,
     newest_first: bool = False,
     created_after: Annotated[WhenQuery | None, Query()] = None,
     created_before: Annotated[WhenQuery | None, Query()] = None,
-) -> dict[str, Any]:
+    include: IncludeQuery = None,
+) -> Response:
     """Jobs in id order, `limit` at a time; page with `after` = the last id seen.
-    `newest_first`: descending ids, where `after` means ids below it."""
+    `newest_first`: descending ids, where `after` means ids below it. Jobs come without
+    `payload` and `result` unless `include` names them. The page stops early when it
+    reaches the server's byte budget (`truncated`: page on from its last id)."""
     if limit > state.limits.max_list:
         raise InvalidArgument(f"limit: expected at most {state.limits.max_list}, got {limit}")
-    jobs = state.queue.jobs(
-        queue=queue, status=status, key=key, task=task, limit=limit, after=after,
-        newest_first=newest_first, created_after=created_after, created_before=created_before,
-    )  # fmt: skip
-    return {"jobs": [job_out(j) for j in jobs]}
+    fields = parse_include(include)
+    budget = Budget(state.limits.max_response_bytes)
+    cursor, left, page = after, limit, min(limit, _FIRST_PAGE)
+    while left > 0 and not budget.spent:
+        jobs = state.queue.jobs(
+            queue=queue, status=status, key=key, task=task, limit=min(page, left),
+            after=cursor, newest_first=newest_first, created_after=created_after,
+            created_before=created_before,
+        )  # fmt: skip
+        for job in jobs:
+            if not budget.add(job_json(job, include=fields)):
+                break
+        if len(jobs) < min(page, left):
+            break
+        left -= len(jobs)
+        cursor = jobs[-1].id
+        page = _next_page(budget)
+    return budget.render()
+
+
+def _next_page(budget: Budget) -> int:
+    """As many jobs as would fit in what is left of the budget, at their size so far."""
+    average = budget.size / max(1, len(budget.parts))
+    return max(1, min(_MAX_PAGE, int(budget.room / max(1.0, average)) + 1))
 
 
 @router.get(
@@ -141,26 +169,26 @@ def latest(
     key: Annotated[str, KEY],
     queue: Annotated[str, QUEUE] = "default",
     task: TaskQuery = None,
-) -> dict[str, Any]:
+) -> Response:
     job = state.queue.latest(key, queue=queue, task=task)
     if job is None:
         raise JobNotFound(f"no job has key {key!r} in queue {queue!r}")
-    return job_out(job)
+    return job_answer(job)
 
 
 @router.get(
-    "/api/jobs/{job_id:int}",
+    "/api/jobs/{job_id:job_id}",
     response_model=JobOut,
     dependencies=reader,
     responses=errors(404),
     summary="A job",
 )
-def get_job(job_id: JobIdPath, state: State) -> dict[str, Any]:
-    return job_out(_existing(state, job_id))
+def get_job(job_id: JobIdPath, state: State) -> Response:
+    return job_answer(_existing(state.queue, job_id))
 
 
 @router.get(
-    "/api/jobs/{job_id:int}/wait",
+    "/api/jobs/{job_id:job_id}/wait",
     response_model=JobOut,
     dependencies=reader,
     responses=errors(404),
@@ -171,33 +199,37 @@ async def wait(
     state: State,
     request: Request,
     timeout: Annotated[float | None, Query(ge=0, le=3600, allow_inf_nan=False)] = None,
-) -> dict[str, Any]:
+) -> Response:
     """Answers as soon as the job is completed, failed or cancelled, or after `timeout`
     seconds (default 30, or the server's maximum if lower) with the job as it is then
-    (check its `status`)."""
+    (check its `status`). At most `max_waits` long polls wait at once: past that, 503
+    with `Retry-After`."""
     if timeout is None:
         timeout = min(_DEFAULT_WAIT, state.limits.max_wait_seconds)
     if timeout > state.limits.max_wait_seconds:
         raise InvalidArgument(
             f"timeout: expected at most {state.limits.max_wait_seconds} seconds, got {timeout}"
         )
-    backend = state.queue.backend
-    deadline = time.monotonic() + timeout
-    if backend.supports_listen_notify:  # starts the listener, so other processes wake us
-        await run_in_threadpool(backend.wait_for_change, backend.generation(), 0)
-    while True:
-        seen = backend.generation()
-        job = await run_in_threadpool(_existing, state, job_id)
-        left = deadline - time.monotonic()
-        if job.is_final or left <= 0 or await request.is_disconnected():
-            return job_out(job)
-        reread_at = time.monotonic() + min(left, _REREAD)
-        while backend.generation() == seen and time.monotonic() < reread_at:
-            await asyncio.sleep(_WATCH)
+    if state.waits.active >= state.limits.max_waits:
+        message = f"{state.limits.max_waits} long polls are waiting already; try again shortly"
+        return error_response(503, "too_many_waits", message, headers={"Retry-After": "1"})
+    state.waits.active += 1
+    # Queue.wait as a coroutine: while it waits it holds no thread, and it is woken by
+    # the queue's changes (re-reading every _REREAD s for other processes' on SQLite).
+    waiting = asyncio.ensure_future(AsyncQueue(state.queue).wait(job_id, timeout, poll=_REREAD))
+    try:
+        while not waiting.done():
+            await asyncio.wait({waiting}, timeout=_REREAD)
+            if not waiting.done() and await request.is_disconnected():
+                return Response(status_code=204)  # nobody is left to answer
+        return job_answer(waiting.result())
+    finally:
+        waiting.cancel()
+        state.waits.active -= 1
 
 
 @router.get(
-    "/api/jobs/{job_id:int}/subscribers",
+    "/api/jobs/{job_id:job_id}/subscribers",
     response_model=SubscribersOut,
     dependencies=reader,
     responses=errors(),
@@ -207,8 +239,8 @@ def subscribers(job_id: JobIdPath, state: State) -> dict[str, Any]:
     return {"subscribers": state.queue.subscribers(job_id)}
 
 
-def _existing(state: State, job_id: int) -> Job:
-    job = state.queue.get(job_id)
+def _existing(queue: Queue, job_id: int) -> Job:
+    job = queue.get(job_id)
     if job is None:
         raise JobNotFound(f"job {job_id} does not exist")
     return job

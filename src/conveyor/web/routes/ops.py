@@ -1,21 +1,22 @@
-"""Watching the service: statistics, Prometheus metrics, health, the dashboard."""
+"""Watching the service: statistics, Prometheus metrics, health."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter
-from fastapi.responses import HTMLResponse, Response
+from fastapi.responses import Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from conveyor.job import sum_stats
+from conveyor.web.answers import answer
 from conveyor.web.auth import Role, require
-from conveyor.web.dashboard import PAGE
+from conveyor.web.envelope import error_response
 from conveyor.web.models import HealthOut, QueuesOut, StatsOut
+from conveyor.web.router import Router
 from conveyor.web.routes.common import QueueQuery, errors
 from conveyor.web.state import State
 
-router = APIRouter(tags=["operations"])
+router = Router(tags=["operations"])
 reader = [require(Role.READER)]
 
 
@@ -60,19 +61,30 @@ def metrics(state: State) -> Response:
     return Response(state.metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
 
-@router.get(
-    "/healthz",
-    response_model=HealthOut,
-    responses={503: errors()[503]},
-    summary="Whether the database answers",
-)
-def healthz(state: State) -> dict[str, Any]:
-    """No token needed: for load balancers and orchestrators."""
-    return {"status": "ok", "time": state.queue.now()}
+def healthz(state: State) -> Response:
+    """No token needed: for load balancers and orchestrators. 503 when the database
+    does not answer, or its schema is missing or older than this server's (run
+    `conveyor migrate`)."""
+    queue = state.queue
+    version = queue.schema_version()
+    if version < queue.latest_schema_version:
+        found = "no conveyor schema" if version == 0 else f"schema version {version}"
+        message = (
+            f"the database has {found}; this server needs version "
+            f"{queue.latest_schema_version} (run conveyor migrate)"
+        )
+        return error_response(503, "schema_out_of_date", message, headers={"Retry-After": "5"})
+    now = queue.now()
+    return answer({"status": "ok", "time": now.isoformat(), "schema_version": version})
 
 
-@router.get("/", response_class=HTMLResponse, summary="The dashboard")
-def dashboard() -> HTMLResponse:
-    """A page that polls `/api/queues` and `/api/jobs`; it asks for a token when the
-    server wants one and keeps it in the browser's session storage."""
-    return HTMLResponse(PAGE)
+for _method in ("GET", "HEAD"):
+    router.add_api_route(
+        "/healthz",
+        healthz,
+        methods=[_method],
+        operation_id=f"healthz_{_method.lower()}",
+        response_model=HealthOut,
+        responses={503: errors()[503]},
+        summary="Whether the database answers, with the schema this server needs",
+    )

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+from fastapi import Query, Response
 
 from conveyor.codec import to_json
 from conveyor.info import ScheduleInfo
-from conveyor.job import Job
-from conveyor.web.auth import Role, require
+from conveyor.web.answers import answer, job_answer, job_json
+from conveyor.web.auth import Caller, Role, require
 from conveyor.web.models import (
     TEN_YEARS,
     ClaimJobRequest,
@@ -19,6 +19,7 @@ from conveyor.web.models import (
     FoldedOut,
     HeartbeatManyRequest,
     IdsOut,
+    JobOut,
     RemovedOut,
     ReportOut,
     ReportRequest,
@@ -29,35 +30,38 @@ from conveyor.web.models import (
     SnoozeRequest,
     WorkerRequest,
 )
+from conveyor.web.router import Router
 from conveyor.web.routes.common import JobIdPath, NamePath, errors
-from conveyor.web.state import State, job_out
+from conveyor.web.routes.work import caller_name, check_lease, claim_answer
+from conveyor.web.state import State
 
-router = APIRouter(tags=["work"], dependencies=[require(Role.WORKER)])
+router = Router(tags=["work"], dependencies=[require(Role.WORKER)])
 
 
 @router.post(
-    "/api/jobs/{job_id:int}/claim",
+    "/api/jobs/{job_id:job_id}/claim",
     response_model=ClaimOut,
     responses=errors(404, 409),
     summary="Claim one job by id",
 )
-def claim_job(job_id: JobIdPath, body: ClaimJobRequest, state: State) -> dict[str, Any]:
+def claim_job(job_id: JobIdPath, body: ClaimJobRequest, state: State, role: Caller) -> Response:
     """The job must be pending with its dependencies met (409 otherwise). Its queue's
     pause and limits do not apply: the caller chose this job."""
-    taken = state.queue.claim_job(job_id, lease=body.lease_seconds, worker=body.worker)
-    state.metrics.claimed_jobs(taken)
-    return {"claim_id": taken.id, "queue": taken.queue, "jobs": [job_out(j) for j in taken.jobs],
-            "remaining": None, "acked": 0}  # fmt: skip
+    check_lease(body.lease_seconds, state.limits)
+    worker = body.worker or caller_name(role)
+    taken = state.queue.claim_job(job_id, lease=body.lease_seconds, worker=worker)
+    return claim_answer(state, taken)
 
 
 @router.post(
-    "/api/jobs/{job_id:int}/snooze",
-    response_model=Job,
+    "/api/jobs/{job_id:job_id}/snooze",
+    response_model=JobOut,
     responses=errors(404, 409),
     summary="Put a claimed job back for a while, without spending an attempt",
 )
-def snooze(job_id: JobIdPath, body: SnoozeRequest, state: State) -> dict[str, Any]:
-    return job_out(state.queue.snooze(job_id, body.claim_id, body.delay_seconds))
+def snooze(job_id: JobIdPath, body: SnoozeRequest, state: State) -> Response:
+    job = state.queue.snooze(job_id, body.claim_id, body.delay_seconds)
+    return job_answer(job, holder=body.claim_id)
 
 
 @router.post(
@@ -85,6 +89,8 @@ def report(body: ReportRequest, state: State) -> dict[str, Any]:
     summary="Renew many leases; the ids still held",
 )
 def renew(body: HeartbeatManyRequest, state: State) -> dict[str, Any]:
+    """`extend_seconds` is bounded as a claim's lease is."""
+    check_lease(body.extend_seconds, state.limits, "extend_seconds")
     items = [(i.job_id, i.claim_id) for i in body.items]
     return {"ids": sorted(state.queue.renew(items, extend=body.extend_seconds))}
 
@@ -163,14 +169,14 @@ def save_schedule(name: NamePath, body: ScheduleRequest, state: State) -> Any:
     responses=errors(),
     summary="Enqueue a schedule's job for a slot, once",
 )
-def run_schedule_slot(name: NamePath, body: RunSlotRequest, state: State) -> dict[str, Any]:
+def run_schedule_slot(name: NamePath, body: RunSlotRequest, state: State) -> Response:
     """However many workers ask for the same slot, one job is enqueued; the others get
     `{"job": null}`."""
     job = state.queue.run_schedule_slot(
         name, slot=body.slot, next_slot=body.next_slot, task=body.task, payload=body.payload,
         queue=body.queue or "default", priority=body.priority, max_attempts=body.max_attempts,
     )  # fmt: skip
-    return {"job": None if job is None else job_out(job)}
+    return answer({"job": None if job is None else job_json(job)})
 
 
 @router.post(

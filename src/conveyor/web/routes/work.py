@@ -3,12 +3,15 @@ batches), acknowledge or give back a claim, recover expired leases."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import Response
 
 from conveyor.errors import InvalidArgument
-from conveyor.web.auth import Role, require
+from conveyor.job import Claim
+from conveyor.web.answers import Budget, budgeted, job_answer, job_json, trimmed
+from conveyor.web.auth import Caller, Role, require
 from conveyor.web.limits import Limits
 from conveyor.web.models import (
     AckedOut,
@@ -30,6 +33,7 @@ from conveyor.web.models import (
     ResetOut,
     TakeNotificationsRequest,
 )
+from conveyor.web.router import Router
 from conveyor.web.routes.common import (
     ClaimIdPath,
     JobIdPath,
@@ -38,9 +42,9 @@ from conveyor.web.routes.common import (
     errors,
     queue_list,
 )
-from conveyor.web.state import State, job_out
+from conveyor.web.state import ServerState, State
 
-router = APIRouter(tags=["work"], dependencies=[require(Role.WORKER)])
+router = Router(tags=["work"], dependencies=[require(Role.WORKER)])
 
 
 @router.post(
@@ -49,28 +53,56 @@ router = APIRouter(tags=["work"], dependencies=[require(Role.WORKER)])
     responses=errors(),
     summary="Claim jobs",
 )
-def claim(queue: QueuePath, body: ClaimRequest, state: State) -> dict[str, Any]:
+def claim(queue: QueuePath, body: ClaimRequest, state: State, role: Caller) -> Response:
     """Claim up to `limit` claimable jobs under one new claim id, by priority then FIFO.
     `ack`: a previous claim id whose running jobs are completed first, in the same
     transaction (the batch protocol: acknowledge the last batch with the next request).
-    `remaining`: the jobs of the queue still claimable."""
+    `remaining`: the jobs of the queue still claimable. `worker` names the claimant in
+    the jobs' records (default: `http:` and the token's role). When the jobs outgrow the
+    server's byte budget, those that do not fit go back to pending, no attempt spent,
+    and `truncated` says so."""
     _check_claim(body, state.limits)
+    check_lease(body.lease_seconds, state.limits)
     taken = state.queue.claim(
         queue,
         limit=body.limit,
         lease=body.lease_seconds,
-        worker=body.worker,
+        worker=body.worker or caller_name(role),
         ack=body.ack,
         count_remaining=body.count_remaining,
     )
-    state.metrics.claimed_jobs(taken)
-    return {
-        "claim_id": taken.id,
-        "queue": taken.queue,
-        "jobs": [job_out(j) for j in taken.jobs],
-        "remaining": taken.remaining,
-        "acked": taken.acked,
-    }
+    return claim_answer(state, taken)
+
+
+def claim_answer(state: ServerState, taken: Claim) -> Response:
+    """The claimant's answer: its claim id, and the jobs that fit the byte budget; the
+    others are given back at once (a snooze of no time, which spends no attempt)."""
+    budget, left = budgeted(taken.jobs, state.limits.max_response_bytes, holder=taken.id)
+    remaining = taken.remaining
+    if left:
+        back = state.queue.report(snoozed=[(job.id, taken.id, 0.0) for job in left])
+        if remaining is not None:
+            remaining += len(back)
+    kept = taken.jobs[: len(taken.jobs) - len(left)]
+    state.metrics.claimed_jobs(replace(taken, jobs=kept))
+    return budget.render(
+        claim_id=taken.id, queue=taken.queue, remaining=remaining, acked=taken.acked
+    )
+
+
+def caller_name(role: Role) -> str:
+    """What a claim made without a worker name records: the caller's role, never this
+    server's own host and process."""
+    return f"http:{role}"
+
+
+def check_lease(seconds: float | None, limits: Limits, what: str = "lease_seconds") -> None:
+    """Every lease a request asks for, however it is named, within the server's bounds."""
+    if seconds is not None and not limits.min_lease_seconds <= seconds <= limits.max_lease_seconds:
+        raise InvalidArgument(
+            f"{what}: expected {limits.min_lease_seconds:g} to {limits.max_lease_seconds:g} "
+            f"seconds, got {seconds:g}"
+        )
 
 
 def _check_claim(body: ClaimRequest, limits: Limits) -> None:
@@ -78,58 +110,56 @@ def _check_claim(body: ClaimRequest, limits: Limits) -> None:
         raise InvalidArgument(
             f"limit: expected at most {limits.max_claim} jobs per claim, got {body.limit}"
         )
-    if not limits.min_lease_seconds <= body.lease_seconds <= limits.max_lease_seconds:
-        raise InvalidArgument(
-            f"lease_seconds: expected {limits.min_lease_seconds} to {limits.max_lease_seconds}, "
-            f"got {body.lease_seconds}"
-        )
 
 
 @router.post(
-    "/api/jobs/{job_id:int}/complete",
+    "/api/jobs/{job_id:job_id}/complete",
     response_model=JobOut,
     responses=errors(404, 409),
     summary="Complete a claimed job",
 )
-def complete(job_id: JobIdPath, body: CompleteRequest, state: State) -> dict[str, Any]:
+def complete(job_id: JobIdPath, body: CompleteRequest, state: State) -> Response:
     job = state.queue.complete(job_id, body.claim_id, body.result)
     state.metrics.reported_jobs([job])
-    return job_out(job)
+    return job_answer(job, holder=body.claim_id)
 
 
 @router.post(
-    "/api/jobs/{job_id:int}/fail",
+    "/api/jobs/{job_id:job_id}/fail",
     response_model=JobOut,
     responses=errors(404, 409),
     summary="Report a failed attempt",
 )
-def fail(job_id: JobIdPath, body: FailRequest, state: State) -> dict[str, Any]:
+def fail(job_id: JobIdPath, body: FailRequest, state: State) -> Response:
     """Retryable with attempts left: back to pending after `delay_seconds` (default: the
     server's backoff). Otherwise the job is failed for good."""
     job = state.queue.fail(
         job_id, body.claim_id, body.error, retryable=body.retryable, delay=body.delay_seconds
     )
     state.metrics.reported_jobs([job])
-    return job_out(job)
+    return job_answer(job, holder=body.claim_id)
 
 
 @router.post(
-    "/api/jobs/{job_id:int}/heartbeat",
+    "/api/jobs/{job_id:job_id}/heartbeat",
     response_model=JobOut,
     responses=errors(404, 409),
     summary="Renew a claimed job's lease",
 )
-def heartbeat(job_id: JobIdPath, body: HeartbeatRequest, state: State) -> dict[str, Any]:
-    return job_out(state.queue.heartbeat(job_id, body.claim_id, extend=body.extend_seconds))
+def heartbeat(job_id: JobIdPath, body: HeartbeatRequest, state: State) -> Response:
+    """`extend_seconds` is bounded as a claim's lease is."""
+    check_lease(body.extend_seconds, state.limits, "extend_seconds")
+    job = state.queue.heartbeat(job_id, body.claim_id, extend=body.extend_seconds)
+    return job_answer(job, holder=body.claim_id)
 
 
 @router.post(
-    "/api/jobs/{job_id:int}/progress",
+    "/api/jobs/{job_id:job_id}/progress",
     response_model=JobOut,
     responses=errors(404, 409),
     summary="Record progress (absolute values)",
 )
-def progress(job_id: JobIdPath, body: ProgressRequest, state: State) -> dict[str, Any]:
+def progress(job_id: JobIdPath, body: ProgressRequest, state: State) -> Response:
     """A field left out or null keeps its value; replaying a report changes nothing."""
     job = state.queue.progress(
         job_id,
@@ -141,7 +171,7 @@ def progress(job_id: JobIdPath, body: ProgressRequest, state: State) -> dict[str
         checkpoint=body.checkpoint,
         detail=body.detail,
     )
-    return job_out(job)
+    return job_answer(job, holder=body.claim_id)
 
 
 @router.post(
@@ -150,12 +180,13 @@ def progress(job_id: JobIdPath, body: ProgressRequest, state: State) -> dict[str
     responses=errors(),
     summary="Complete many claimed jobs",
 )
-def complete_many(body: CompleteManyRequest, state: State) -> dict[str, Any]:
+def complete_many(body: CompleteManyRequest, state: State) -> Response:
     """Returns the jobs completed; items whose claim no longer holds the job are left
-    out (no error)."""
+    out (no error). Past the byte budget, jobs come without payload and result."""
     jobs = state.queue.complete_many([(i.job_id, i.claim_id, i.result) for i in body.items])
     state.metrics.reported_jobs(jobs)
-    return {"jobs": [job_out(j) for j in jobs]}
+    holders = {i.job_id: i.claim_id for i in body.items}
+    return trimmed(jobs, state.limits.max_response_bytes, holder=holders).render()
 
 
 @router.post(
@@ -164,12 +195,14 @@ def complete_many(body: CompleteManyRequest, state: State) -> dict[str, Any]:
     responses=errors(),
     summary="Report many failed attempts",
 )
-def fail_many(body: FailManyRequest, state: State) -> dict[str, Any]:
-    """Returns the jobs changed; stale items are left out."""
+def fail_many(body: FailManyRequest, state: State) -> Response:
+    """Returns the jobs changed; stale items are left out. Past the byte budget, jobs
+    come without payload and result."""
     items = [(i.job_id, i.claim_id, i.error, i.retryable, i.delay_seconds) for i in body.items]
     jobs = state.queue.fail_many(items)
     state.metrics.reported_jobs(jobs)
-    return {"jobs": [job_out(j) for j in jobs]}
+    holders = {i.job_id: i.claim_id for i in body.items}
+    return trimmed(jobs, state.limits.max_response_bytes, holder=holders).render()
 
 
 @router.post(
@@ -178,11 +211,15 @@ def fail_many(body: FailManyRequest, state: State) -> dict[str, Any]:
     responses=errors(),
     summary="Renew many leases",
 )
-def heartbeat_many(body: HeartbeatManyRequest, state: State) -> dict[str, Any]:
-    """Returns the jobs still held; the others were lost to a reset or another claim."""
+def heartbeat_many(body: HeartbeatManyRequest, state: State) -> Response:
+    """Returns the jobs still held; the others were lost to a reset or another claim.
+    `extend_seconds` is bounded as a claim's lease is. Past the byte budget, jobs come
+    without payload and result."""
+    check_lease(body.extend_seconds, state.limits, "extend_seconds")
     items = [(i.job_id, i.claim_id) for i in body.items]
     jobs = state.queue.heartbeat_many(items, extend=body.extend_seconds)
-    return {"jobs": [job_out(j) for j in jobs]}
+    holders = dict(items)
+    return trimmed(jobs, state.limits.max_response_bytes, holder=holders).render()
 
 
 @router.post(
@@ -191,12 +228,18 @@ def heartbeat_many(body: HeartbeatManyRequest, state: State) -> dict[str, Any]:
     responses=errors(),
     summary="Take subscriber notifications to deliver",
 )
-def take_notifications(body: TakeNotificationsRequest, state: State) -> dict[str, Any]:
+def take_notifications(body: TakeNotificationsRequest, state: State) -> Response:
     """Subscribers of final jobs not yet told of the job's latest finish, with their
     jobs, taken for `lease_seconds` by this caller alone; report them with
-    `/api/notifications/mark` once told (otherwise they are offered again)."""
+    `/api/notifications/mark` once told (otherwise they are offered again). When they
+    outgrow the byte budget the rest stay taken until the lease ends (`truncated`)."""
+    check_lease(body.lease_seconds, state.limits)
     taken = state.queue.take_notifications(limit=body.limit, lease=body.lease_seconds)
-    return {"notifications": [{"job": job_out(j), "subscribers": s} for j, s in taken]}
+    budget = Budget(state.limits.max_response_bytes)
+    for job, subscribers in taken:
+        if not budget.add({"job": job_json(job), "subscribers": subscribers}):
+            break
+    return budget.render("notifications")
 
 
 @router.post(

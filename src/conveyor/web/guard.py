@@ -1,0 +1,217 @@
+"""The gate every request passes before a route sees it, and the headers every answer
+leaves with.
+
+``Guard`` checks, from the request's head alone (no body has been read yet):
+
+1. On a server without tokens, the ``Host`` names loopback (``127.0.0.1``,
+   ``localhost``, ``[::1]``, any port): a page whose DNS name was rebound to
+   127.0.0.1 cannot talk to it.
+2. A request that changes something (any method but GET and HEAD) comes from no other
+   site: an ``Origin`` other than the server's own, or ``Sec-Fetch-Site`` saying
+   ``cross-site`` or ``same-site``, is refused; and it carries
+   ``Content-Type: application/json`` or an ``Authorization`` header, neither of which
+   a plain HTML form (or a ``no-cors`` fetch) can send.
+3. The bearer token, when the route needs one: unknown tokens get 401 and count
+   against the caller's address (``TokenBackoff``); a role short of the route's gets
+   403. The role found is left in the scope for the route.
+
+``SecurityHeaders`` adds the content security policy and its companions to every
+response, errors included."""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Callable, Sequence
+from urllib.parse import urlsplit
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from conveyor.web.auth import MISSING_TOKEN, ROLE_KEY, WRONG_TOKEN, Role, Tokens, forbidden
+from conveyor.web.backoff import TokenBackoff
+from conveyor.web.limits import header, is_json, refuse
+from conveyor.web.router import RouteRole, needed_role
+
+SAFE_METHODS = frozenset({"GET", "HEAD"})
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+)
+_SECURITY_HEADERS = [
+    (b"content-security-policy", CONTENT_SECURITY_POLICY.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"x-frame-options", b"DENY"),
+    (b"referrer-policy", b"no-referrer"),
+]
+_REPLACED = {name for name, _ in _SECURITY_HEADERS}
+_CROSS_SITE = frozenset({"cross-site", "same-site"})
+
+
+class SecurityHeaders:
+    """Adds the security headers to every HTTP response; answers from ``/api`` and
+    ``/metrics`` are also never cached (they hold jobs and counts)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path = str(scope.get("path", ""))
+        private = path.startswith(("/api/", "/metrics"))
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                kept = [(k, v) for k, v in message.get("headers", ()) if k not in _REPLACED]
+                kept += _SECURITY_HEADERS
+                if private:
+                    kept = [(k, v) for k, v in kept if k != b"cache-control"]
+                    kept.append((b"cache-control", b"no-store"))
+                message = {**message, "headers": kept}
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+class Guard:
+    """See the module's documentation. ``tokens``: reads the server's tokens (the same
+    ones the routes check, so replacing them takes effect here too). ``roles``: the role
+    each route of the API needs (``Router.roles``), known before the route runs."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        tokens: Callable[[], Tokens],
+        roles: Sequence[RouteRole],
+        backoff: TokenBackoff,
+    ) -> None:
+        self.app = app
+        self._tokens = tokens
+        self.roles = roles
+        self.backoff = backoff
+
+    @property
+    def tokens(self) -> Tokens:
+        return self._tokens()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        if not self.tokens.enabled:
+            host = header(scope, b"host")
+            if not loopback_host(host):
+                shown = "none" if host is None else repr(host[:100])
+                message = (
+                    "Host: a server without tokens answers only to 127.0.0.1, localhost or "
+                    f"[::1], got {shown}"
+                )
+                await refuse(send, 403, "forbidden_host", message)
+                return
+        method = str(scope["method"]).upper()
+        changing = method not in SAFE_METHODS
+        if changing:
+            refusal = _cross_site(scope)
+            if refusal is not None:
+                await refuse(send, 403, "cross_site", refusal)
+                return
+        if not self.tokens.enabled:
+            scope[ROLE_KEY] = Role.ADMIN
+        else:
+            needed = needed_role(self.roles, method, _route_path(scope))
+            if needed is not None and not await self._authorized(scope, send, needed):
+                return
+        if changing and not is_json(scope) and header(scope, b"authorization") is None:
+            message = (
+                f"{method} needs Content-Type: application/json (even without a body) "
+                "or an Authorization header"
+            )
+            await refuse(send, 415, "unsupported_media_type", message)
+            return
+        await self.app(scope, receive, send)
+
+    async def _authorized(self, scope: Scope, send: Send, needed: Role) -> bool:
+        client = _client(scope)
+        wait = self.backoff.locked_for(client)
+        if wait > 0:
+            seconds = max(1, round(wait + 0.5))
+            message = f"too many wrong tokens from this address; try again in {seconds} s"
+            await refuse(send, 429, "too_many_failures", message,
+                         headers={"Retry-After": str(seconds)})  # fmt: skip
+            return False
+        token = bearer_token(scope)
+        if token is None:
+            await refuse(send, 401, "unauthorized", MISSING_TOKEN, headers=_CHALLENGE)
+            return False
+        role = self.tokens.role_for(token)
+        if role is None:
+            self.backoff.failed(client)
+            await refuse(send, 401, "unauthorized", WRONG_TOKEN, headers=_CHALLENGE)
+            return False
+        self.backoff.succeeded(client)
+        if not role.allows(needed):
+            await refuse(send, 403, "forbidden", forbidden(needed, role))
+            return False
+        scope[ROLE_KEY] = role
+        return True
+
+
+_CHALLENGE = {"WWW-Authenticate": "Bearer"}
+
+
+def _route_path(scope: Scope) -> str:
+    """The path as the app's routes see it (without the prefix it is mounted under)."""
+    path = str(scope.get("path", ""))
+    root = str(scope.get("root_path", ""))
+    return path[len(root) :] if root and path.startswith(root) else path
+
+
+def bearer_token(scope: Scope) -> str | None:
+    value = header(scope, b"authorization")
+    if value is None:
+        return None
+    scheme, _, token = value.partition(" ")
+    token = token.strip()
+    return token if scheme.lower() == "bearer" and token else None
+
+
+def _client(scope: Scope) -> str:
+    client = scope.get("client")
+    return str(client[0]) if client else "?"
+
+
+def loopback_host(host: str | None) -> bool:
+    """Whether a ``Host`` header names a loopback address (any port)."""
+    if not host:
+        return False
+    name = host.strip().lower()
+    if name.startswith("["):
+        name = name[1 : name.find("]")] if "]" in name else ""
+    elif name.count(":") == 1:
+        name = name.partition(":")[0]
+    if name in ("localhost", "localhost."):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def _cross_site(scope: Scope) -> str | None:
+    """Why a changing request comes from another site, or None."""
+    fetch_site = (header(scope, b"sec-fetch-site") or "").lower()
+    if fetch_site in _CROSS_SITE:
+        return f"a {fetch_site} request may not change anything (Sec-Fetch-Site)"
+    origin = header(scope, b"origin")
+    if origin is None:
+        return None
+    host = (header(scope, b"host") or "").lower()
+    refusal = "a request from another origin may not change anything (Origin)"
+    try:
+        parts = urlsplit(origin.lower())
+    except ValueError:
+        return refusal
+    if parts.scheme not in ("http", "https") or parts.netloc != host:
+        return refusal  # "null" too: a sandboxed page, a file, a redirect across sites
+    return None
