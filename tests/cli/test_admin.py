@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import conveyor
 from conveyor import Status
 from tests.cli.conftest import Cli, assert_one_line_error
@@ -38,7 +40,7 @@ def test_retry_all_failed_in_one_queue(cli: Cli, db_url: str) -> None:
         theirs = _failed_jobs(q, "mail", 2)
     out = cli("retry", "--all-failed", "--queue", "ocr", "--json", "--db", db_url).json()
     assert sorted(out["ids"]) == mine
-    assert out["retried"] == 3
+    assert out["count"] == 3
     assert out["skipped"] == []
     with conveyor.connect(db_url) as q:
         assert q.stats("ocr").pending == 3
@@ -54,16 +56,35 @@ def test_retry_all_failed_skips_a_job_whose_key_is_active_again(cli: Cli, db_url
         q.fail(claim.jobs[0].id, claim.id, "404", retryable=False)
         q.enqueue("fetch", key="url-1")  # a new active job took the key
     out = cli("retry", "--all-failed", "--json", "--db", db_url).json()
-    assert out["retried"] == 0
+    assert out["count"] == 0
     assert [s["id"] for s in out["skipped"]] == [1]
     assert "another active job has its key" in out["skipped"][0]["reason"]
 
 
 def test_cancel(cli: Cli, db_url: str) -> None:
     cli("enqueue", "t", "--db", db_url)
-    job = cli("cancel", "1", "--json", "--db", db_url).json()
-    assert job["status"] == "cancelled"
+    out = cli("cancel", "1", "--json", "--db", db_url).json()
+    assert out == {"count": 1, "ids": [1], "refused": []}
+    with conveyor.connect(db_url) as q:
+        assert q.get(1).status == Status.CANCELLED  # type: ignore[union-attr]
     assert_one_line_error(cli("cancel", "1", "--db", db_url), contains="found cancelled")
+
+
+def test_cancel_takes_several_jobs_and_reports_each_refusal(cli: Cli, db_url: str) -> None:
+    with conveyor.connect(db_url) as q:
+        ids = [j.id for j in q.enqueue_many([{"task": "t"}] * 3)]
+        q.cancel(ids[1])
+    result = cli("cancel", *map(str, [*ids, 99]), "--db", db_url)
+    assert result.code == 1, result.describe()
+    assert result.stdout.splitlines() == [f"job {ids[0]} cancelled", f"job {ids[2]} cancelled"]
+    errors = result.stderr.strip().splitlines()
+    assert [line.startswith("error: ") for line in errors] == [True, True]
+    assert "found cancelled" in errors[0] and "does not exist" in errors[1]
+    with conveyor.connect(db_url) as q:
+        assert q.stats().cancelled == 3
+    again = cli("cancel", str(ids[0]), "--json", "--db", db_url)
+    assert again.code == 1
+    assert json.loads(again.stdout)["refused"][0]["id"] == ids[0]
 
 
 def test_release_puts_a_claims_jobs_back(cli: Cli, db_url: str) -> None:
@@ -71,7 +92,7 @@ def test_release_puts_a_claims_jobs_back(cli: Cli, db_url: str) -> None:
         q.enqueue_many([{"task": "t"}] * 3)
         claim = q.claim(limit=2)
     out = cli("release", claim.id, "--json", "--db", db_url).json()
-    assert out == {"claim_id": claim.id, "reset_count": 2}
+    assert out == {"count": 2, "claim_id": claim.id}
     with conveyor.connect(db_url) as q:
         assert q.stats().pending == 3
     unknown = cli("release", claim.id, "--db", db_url)
@@ -83,9 +104,9 @@ def test_reset_claims_older_than(cli: Cli, db_url: str) -> None:
         q.enqueue_many([{"task": "t"}] * 2)
         q.claim(limit=2)
     young = cli("reset-claims", "--older-than", "1h", "--json", "--db", db_url).json()
-    assert young == {"reset_count": 0}
+    assert young == {"count": 0, "older_than_seconds": 3600.0}
     old = cli("reset-claims", "--older-than", "0s", "--json", "--db", db_url).json()
-    assert old == {"reset_count": 2}
+    assert old["count"] == 2
     human = cli("reset-claims", "--older-than", "10m", "--db", db_url).stdout
     assert "reset 0 job(s) claimed more than 10m ago" in human
 
@@ -97,11 +118,33 @@ def test_prune_deletes_old_final_jobs_of_the_statuses_named(cli: Cli, db_url: st
         claim = q.claim()
         q.complete(claim.jobs[0].id, claim.id)
         q.enqueue("waiting")
-    none = cli("prune", "--older-than", "1d", "--json", "--db", db_url).json()
-    assert none == {"removed_count": 0}
-    completed = cli("prune", "--older-than", "0s", "--json", "--db", db_url).json()
-    assert completed == {"removed_count": 1}
-    both = cli("prune", "--older-than", "0", "-s", "failed,cancelled", "--json", "--db", db_url)
-    assert both.json() == {"removed_count": 2}
+    none = cli("prune", "--older-than", "1d", "--yes", "--json", "--db", db_url).json()
+    assert none == {"count": 0, "dry_run": False, "statuses": ["completed"],
+                    "older_than_seconds": 86400.0}  # fmt: skip
+    completed = cli("prune", "--older-than", "0s", "--yes", "--json", "--db", db_url).json()
+    assert completed["count"] == 1
+    both = cli("prune", "--older-than", "0", "-s", "failed,cancelled", "-y", "--db", db_url)
+    assert "removed 2 job(s) (failed, cancelled) finished more than 0s ago" in both.stdout
     with conveyor.connect(db_url) as q:
         assert [j.task for j in q.jobs()] == ["waiting"]
+
+
+def test_prune_dry_run_counts_and_deletes_nothing(cli: Cli, db_url: str) -> None:
+    with conveyor.connect(db_url) as q:
+        _failed_jobs(q, "default", 3)
+        q.enqueue("waiting")
+        before = [j.to_dict() for j in q.jobs()]
+    dry = cli("prune", "--older-than", "0s", "-s", "failed", "--dry-run", "--json", "--db", db_url)
+    assert dry.json()["count"] == 3 and dry.json()["dry_run"] is True
+    young = cli("prune", "--older-than", "1h", "-s", "failed", "--dry-run", "--db", db_url)
+    assert "would remove 0 job(s) (failed) finished more than 1h ago" in young.stdout
+    with conveyor.connect(db_url) as q:
+        assert [j.to_dict() for j in q.jobs()] == before
+
+
+def test_prune_in_a_script_needs_yes(cli: Cli, sqlite_url: str) -> None:
+    cli("migrate", "--db", sqlite_url)
+    result = cli("prune", "--older-than", "0s", "--db", sqlite_url)
+    assert_one_line_error(result, code=2, contains="add --yes to confirm")
+    bad = cli("prune", "--older-than", "0s", "-s", "running", "--dry-run", "--db", sqlite_url)
+    assert_one_line_error(bad, code=2, contains="expected final statuses")

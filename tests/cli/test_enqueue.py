@@ -88,29 +88,47 @@ def test_enqueue_from_stdin(cli: Cli, db_url: str) -> None:
         assert sorted(q.queue_stats()) == ["bulk", "x"]
 
 
-def test_a_bad_line_is_reported_by_number_and_nothing_is_written(
+def test_every_bad_line_is_reported_with_its_column_and_nothing_is_written(
     cli: Cli, sqlite_url: str, tmp_path: Path
 ) -> None:
-    (tmp_path / "bad.jsonl").write_text('{"task": "a"}\n\n{"task": "b",\n')
+    lines = [
+        '{"task": "a"}',  # 1: good
+        "",  # 2: blank, skipped
+        '{"task": "b",',  # 3: cut short
+        '["b"]',  # 4: not an object
+        '  {"task": "a", "colour": "red"}',  # 5: unknown field
+        '{"task": "a", "priority": "high"}',  # 6: refused by the queue's own checks
+        '{"task": "a", "run_at": "tomorrow"}',  # 7: not a time
+        '{"task": "a", "queue": "inv\u202eoice"}',  # 8: a direction override in a name
+        '{"task": "ok"}',  # 9: good
+    ]
+    (tmp_path / "bad.jsonl").write_text("\ufeff" + "\n".join(lines) + "\n")  # with a BOM
     result = cli("enqueue", "--file", "bad.jsonl", "--db", sqlite_url)
-    assert_one_line_error(result, contains="bad.jsonl:3: malformed JSON")
-    (tmp_path / "bad.jsonl").write_text('{"task": "a"}\n["b"]\n')
-    result = cli("enqueue", "--file", "bad.jsonl", "--db", sqlite_url)
-    assert_one_line_error(result, contains="bad.jsonl:2: expected a JSON object")
-    (tmp_path / "bad.jsonl").write_text('{"task": "a", "colour": "red"}\n')
-    result = cli("enqueue", "--file", "bad.jsonl", "--db", sqlite_url)
-    assert_one_line_error(result, contains="bad.jsonl:1: unknown field(s) colour")
-    assert not (tmp_path / "cli.db").exists()
+    assert result.code == 2, result.describe()
+    assert result.stderr.splitlines() == [
+        "error: bad.jsonl:3:14: malformed JSON (Expecting property name enclosed in double quotes)",
+        "error: bad.jsonl:4:1: expected a JSON object with a task, got list",
+        "error: bad.jsonl:5:17: unknown field(s) colour",
+        "error: bad.jsonl:6:15: priority: expected an integer, got str",
+        "error: bad.jsonl:7:15: run_at: expected an ISO 8601 time such as "
+        "2030-01-01T09:00:00Z, got 'tomorrow'",
+        "error: bad.jsonl:8:15: queue: may not contain control characters or bidirectional "
+        "text controls (found U+202E at position 3)",
+        "error: 6 bad line(s): nothing was enqueued",
+    ]
+    assert not (tmp_path / "cli.db").exists()  # nothing created either
 
 
-def test_a_value_the_queue_refuses_names_its_line(
+def test_past_twenty_bad_lines_the_rest_are_counted(
     cli: Cli, sqlite_url: str, tmp_path: Path
 ) -> None:
-    (tmp_path / "bad.jsonl").write_text('{"task": "a"}\n{"task": "b", "priority": "high"}\n')
-    result = cli("enqueue", "--file", "bad.jsonl", "--db", sqlite_url)
-    assert_one_line_error(result, contains="bad.jsonl:2: priority: expected an integer")
-    with conveyor.connect(sqlite_url) as q:
-        assert q.stats().total == 0  # the chunk is one transaction
+    (tmp_path / "bad.jsonl").write_text("[]\n" * 25)
+    errors = cli("enqueue", "--file", "bad.jsonl", "--db", sqlite_url).stderr.splitlines()
+    assert len(errors) == 22
+    assert errors[-2:] == [
+        "error: … and 5 more bad line(s)",
+        "error: 25 bad line(s): nothing was enqueued",
+    ]
 
 
 def test_file_and_task_together_is_a_usage_mistake(cli: Cli) -> None:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from tests.cli.conftest import Cli, assert_one_line_error, cli_env, run_cli
+from tests.cli.conftest import Cli, Result, assert_one_line_error, cli_env, run_cli
 
 
 def _closed_port() -> int:
@@ -74,9 +76,15 @@ def test_an_unknown_job_is_an_error(cli: Cli, db_url: str) -> None:
     assert_one_line_error(cli("cancel", "99", "--db", db_url), contains="does not exist")
 
 
-def test_malformed_json_payload_is_refused(cli: Cli, sqlite_url: str) -> None:
-    result = cli("enqueue", "t", "--payload", "{nope", "--db", sqlite_url)
-    assert_one_line_error(result, contains="--payload: malformed JSON")
+def test_serve_without_the_server_extra_says_which_extra_to_install(tmp_path: Path) -> None:
+    hide = "import sys; sys.modules['uvicorn'] = None; sys.argv = ['conveyor', 'serve']; "
+    done = subprocess.run(
+        [sys.executable, "-c", hide + "from conveyor.cli import main; main()"],
+        cwd=tmp_path, capture_output=True, text=True, env=cli_env(), timeout=60, check=False,
+    )  # fmt: skip
+    result = Result(("serve",), done.returncode, done.stdout, done.stderr)
+    assert_one_line_error(result, code=1, contains="pip install 'conveyor[server]'")
+    assert "uvicorn is not installed" in result.stderr
 
 
 @pytest.mark.parametrize(
@@ -86,14 +94,24 @@ def test_malformed_json_payload_is_refused(cli: Cli, sqlite_url: str) -> None:
         (["jobs", "--limit", "0"], "limit"),
         (["enqueue", "t", "--priority", "99999999999"], "priority"),
         (["enqueue", "", "--queue", "q"], "task"),
-        (["prune", "--older-than", "1d", "--status", "running"], "expected final statuses"),
+        (["enqueue", "t", "--queue", "inv\u202eoice"], "bidirectional"),
+        (["enqueue", "t", "--key", "a\x85b"], "control characters"),
+        (["enqueue", "t", "--payload", "{nope"], "--payload: malformed JSON"),
+        (["enqueue", "t", "--run-at", "9999-12-31T23:00:00-14:00"], "--run-at"),
+        (["enqueue", "t", "--delay", "3000000d"], "--delay"),
+        (
+            ["prune", "--older-than", "1d", "--status", "running", "--yes"],
+            "expected final statuses",
+        ),
+        (["retry", "--all-failed", "--queue", "a\nb"], "control characters"),
     ],
 )
-def test_values_the_queue_refuses_are_one_line(
+def test_values_the_queue_refuses_exit_2_with_one_line(
     cli: Cli, sqlite_url: str, args: list[str], message: str
 ) -> None:
+    """A value that is wrong is a mistake in what was typed: exit 2, as for usage."""
     cli("migrate", "--db", sqlite_url)
-    assert_one_line_error(cli(*args, "--db", sqlite_url), contains=message)
+    assert_one_line_error(cli(*args, "--db", sqlite_url), code=2, contains=message)
 
 
 @pytest.mark.parametrize(

@@ -33,7 +33,7 @@ def test_limits_refuse_bad_values(cli: Cli, sqlite_url: str) -> None:
                           contains="--rate")  # fmt: skip
     assert_one_line_error(cli("limits", "--max-running", "3", "--db", sqlite_url), code=2,
                           contains="QUEUE")  # fmt: skip
-    assert_one_line_error(cli("limits", "q", "--max-running", "0", "--db", sqlite_url),
+    assert_one_line_error(cli("limits", "q", "--max-running", "0", "--db", sqlite_url), code=2,
                           contains="max_running")  # fmt: skip
     assert_one_line_error(cli("limits", "q", "--clear", "--rate", "1/s", "--db", sqlite_url),
                           code=2)  # fmt: skip

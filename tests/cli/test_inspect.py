@@ -9,8 +9,11 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 import conveyor
 from tests.cli.conftest import COMMAND_TIMEOUT_S, Cli, cli_env
+from tests.conftest import drop_schema, fresh_url
 
 
 def _fill(db_url: str) -> conveyor.Queue:
@@ -44,8 +47,9 @@ def test_jobs_pages_with_limit_and_after(cli: Cli, db_url: str) -> None:
     first = cli("jobs", "--limit", "3", "--json", "--db", db_url).json()
     rest = cli("jobs", "--after", str(first[-1]["id"]), "--json", "--db", db_url).json()
     assert [j["id"] for j in first + rest] == [4, 3, 2, 1]
-    human = cli("jobs", "--limit", "3", "--db", db_url).stdout
-    assert "next page: --after 2" in human
+    human = cli("jobs", "--limit", "3", "--db", db_url)
+    assert "next page: --after 2" in human.stderr  # a pipe reading stdout gets rows only
+    assert "next page" not in human.stdout
 
 
 def test_jobs_table_shows_status_and_error(cli: Cli, db_url: str) -> None:
@@ -70,7 +74,8 @@ def test_show_gives_every_field(cli: Cli, db_url: str) -> None:
     assert {"progress", "attempts", "claim_id", "created_at"} <= set(job)
     human = cli("show", "3", "--db", db_url).stdout
     assert "boom" in human
-    assert "terminal" in human
+    assert "3  failed (final)" in human
+    assert "error (final: terminal)" in human
 
 
 def test_stats_counts_per_queue_and_in_total(cli: Cli, db_url: str) -> None:
@@ -135,3 +140,83 @@ def test_info_on_an_empty_queue(cli: Cli, db_url: str) -> None:
     assert out["workers"] == []
     assert out["claims"] == []
     assert "none running" in cli("info", "--db", db_url).stdout
+
+
+def test_show_says_whether_a_failure_is_final_and_why(cli: Cli, db_url: str) -> None:
+    with conveyor.connect(db_url) as q:
+        spent = q.enqueue("t", max_attempts=1)
+        again = q.enqueue("t", max_attempts=3)
+        claim = q.claim(limit=2)
+        q.fail(spent.id, claim.id, "timeout", retryable=True)  # retryable, but no attempt left
+        q.fail(again.id, claim.id, "timeout", retryable=True, delay=60)
+    final = cli("show", str(spent.id), "--db", db_url).stdout
+    assert f"{spent.id}  failed (final)" in final
+    assert "error (final: no attempts left)" in final and "retryable" not in final
+    pending = cli("show", str(again.id), "--db", db_url).stdout
+    assert f"{again.id}  pending (will retry: attempt 2 of 3)" in pending
+    assert "error (retryable)" in pending
+
+
+def test_info_names_the_postgresql_schema(cli: Cli, tmp_path: Path) -> None:
+    url, schema = fresh_url("postgresql", tmp_path)
+    try:
+        cli("migrate", "--db", url)
+        assert f"?schema={schema}" in cli("info", "--db", url).stdout
+        assert cli("info", "--json", "--db", url).json()["database"].endswith(f"?schema={schema}")
+        assert f"?schema={schema}" in cli("migrate", "--db", url).stdout
+    finally:
+        drop_schema(schema)  # type: ignore[arg-type]
+
+
+WIDE = "a-rather-long-queue-name-for-the-narrow-terminal"
+
+
+def _crowded(db_url: str) -> None:
+    with conveyor.connect(db_url) as q:
+        for n in range(3):
+            q.enqueue("emails.send_welcome_message_to_a_new_customer", {"n": n}, queue=WIDE,
+                      key=f"customer-{n}-welcome-message")  # fmt: skip
+        q.enqueue("t", queue="b")
+        claim = q.claim(WIDE, limit=2, worker="worker-host-with-a-long-name:12345")
+        q.fail(claim.jobs[0].id, claim.id, "ValueError: something went wrong", retryable=False)
+        q.worker_seen("worker-host-with-a-long-name:12345", host="h", pid=1, queues=[WIDE, "b"],
+                      concurrency=8, version="0.1.0", running=1, ttl=60)  # fmt: skip
+        q.set_limits("b", max_running=3, rate="10/1s")
+        q.save_schedule("nightly-report", task="reports.nightly", queue="b", spec="0 3 * * *",
+                        first_slot=None, next_slot=None)  # fmt: skip
+
+
+# Each table's lines at 80 columns: its header and one line per row (nothing folded),
+# and the words its header may use (the long or the short form of each column).
+TABLES = {
+    "jobs": (5, {"id", "queue", "task", "status", "tries", "key", "progress", "created",
+                 "error", "/", "result", "outcome"}),
+    "stats": (4, {"queue", "pending", "running", "completed", "failed", "cancelled",
+                  "scheduled", "expired", "oldest", "pend", "run", "done", "fail",
+                  "canc", "sched", "exp"}),
+    "workers": (2, {"worker", "queues", "running", "last", "seen", "started", "version"}),
+    "limits": (2, {"queue", "paused", "limits"}),
+    "schedules": (2, {"schedule", "task", "queue", "when", "last", "next", "run"}),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("command", [*TABLES, "info"])
+def test_tables_fit_80_columns_without_folding(cli: Cli, db_url: str, command: str) -> None:
+    _crowded(db_url)
+    out = cli(command, "--db", db_url, env=cli_env(COLUMNS="80")).stdout
+    lines = out.rstrip("\n").splitlines()
+    assert max(len(line) for line in lines) <= 80, out
+    if command not in ("limits", "schedules"):  # the tables that show the long name
+        named = [line for line in lines if "a-rather-l" in line]
+        assert named and all("…" in line for line in named), out  # cut, never folded
+    if command in TABLES:
+        count, words = TABLES[command]
+        assert len(lines) == count, out
+        assert set(lines[0].split()) <= words, lines[0]
+
+
+def test_help_is_not_broken_mid_sentence(cli: Cli) -> None:
+    out = cli("enqueue", "--help", env=cli_env(COLUMNS="120")).stdout
+    assert "an object with the fields of one job: task (required), payload, queue" in out
+    prune = cli("prune", "--help", env=cli_env(COLUMNS="120")).stdout
+    assert "On a terminal it counts them and asks first; elsewhere (a script, cron)" in prune

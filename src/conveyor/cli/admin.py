@@ -1,16 +1,32 @@
-"""Operating the queue: migrate, retry, cancel, release a claim, reset old claims, prune."""
+"""Operating the queue: migrate, retry, cancel, release a claim, reset old claims, prune.
+
+Commands that act on many jobs answer ``--json`` with ``{"count": N, …}``: N jobs acted
+on (or, with ``prune --dry-run``, that would be), and what else the command knows."""
 
 from __future__ import annotations
 
+import sys
+from datetime import datetime, timedelta
 from typing import Annotated
 
 import typer
 
-from conveyor.cli.base import PANEL_ADMIN, PANEL_JOBS, DbOption, JsonOption, app, fail, usage
+from conveyor.cli.base import (
+    EXIT_ERROR,
+    PANEL_ADMIN,
+    PANEL_JOBS,
+    DbOption,
+    JsonOption,
+    app,
+    fail,
+    one_line,
+    usage,
+)
 from conveyor.cli.connection import open_queue
 from conveyor.cli.durations import describe_duration, parse_duration
 from conveyor.cli.output import err_console, print_json, progress_bar, say
-from conveyor.errors import InvalidTransition
+from conveyor.errors import InvalidTransition, JobNotFound
+from conveyor.ops.admin import prune as checked_prune
 from conveyor.queue import Queue
 
 _PAGE = 500
@@ -55,7 +71,7 @@ def retry(
             return
         retried, skipped = _retry_failed(q, queue)
     if as_json:
-        print_json({"retried": len(retried), "ids": retried, "skipped": skipped})
+        print_json({"count": len(retried), "ids": retried, "skipped": skipped})
         return
     where = f" in queue {queue}" if queue else ""
     say(f"retried {len(retried)} failed job(s){where}")
@@ -85,17 +101,31 @@ def _retry_failed(q: Queue, queue: str | None) -> tuple[list[int], list[dict[str
 
 @app.command(rich_help_panel=PANEL_JOBS)
 def cancel(
-    job_id: Annotated[int, typer.Argument(help="The job to cancel.", metavar="ID")],
+    job_ids: Annotated[list[int], typer.Argument(help="The jobs to cancel.", metavar="ID...")],
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Cancel a pending or running job (a running task's later reports are refused)."""
+    """Cancel pending or running jobs (a running task's later reports are refused).
+
+    Each job is cancelled on its own: one that cannot be (unknown, or already final) is
+    reported and the others are still cancelled; the exit code is then 1."""
+    cancelled: list[int] = []
+    refused: list[dict[str, object]] = []
     with open_queue(db) as q:
-        job = q.cancel(job_id)
+        for job_id in dict.fromkeys(job_ids):
+            try:
+                cancelled.append(q.cancel(job_id).id)
+            except (JobNotFound, InvalidTransition) as exc:
+                refused.append({"id": job_id, "error": str(exc)})
     if as_json:
-        print_json(job.to_dict())
+        print_json({"count": len(cancelled), "ids": cancelled, "refused": refused})
     else:
-        say(f"job {job.id} cancelled")
+        for job_id in cancelled:
+            say(f"job {job_id} cancelled")
+        for item in refused:
+            typer.echo(f"error: {one_line(item['error'])}", err=True)
+    if refused:
+        raise typer.Exit(EXIT_ERROR)
 
 
 @app.command(rich_help_panel=PANEL_ADMIN)
@@ -110,7 +140,7 @@ def release(
     if count == 0:
         raise fail(f"claim {claim_id} holds no running jobs (unknown, finished or already reset)")
     if as_json:
-        print_json({"claim_id": claim_id, "reset_count": count})
+        print_json({"count": count, "claim_id": claim_id})
     else:
         say(f"released {count} job(s) of claim {claim_id}: pending again")
 
@@ -133,7 +163,7 @@ def reset_claims(
     with open_queue(db) as q:
         count = q.reset_claims(age)
     if as_json:
-        print_json({"reset_count": count})
+        print_json({"count": count, "older_than_seconds": age.total_seconds()})
     else:
         say(f"reset {count} job(s) claimed more than {describe_duration(age.total_seconds())} ago")
 
@@ -154,17 +184,67 @@ def prune(
             "--status", "-s", help="Final status to delete (repeat, or a,b); default completed."
         ),
     ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Count the jobs it would delete; delete none.")
+    ] = False,
+    yes: Annotated[
+        bool, typer.Option("--yes", "-y", help="Delete without asking (scripts, cron).")
+    ] = False,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Delete final jobs that finished longer ago than --older-than."""
+    """Delete final jobs that finished longer ago than --older-than.
+
+    On a terminal it counts them and asks first; elsewhere (a script, cron) it needs
+    --yes. --dry-run only counts."""
     age = parse_duration(older_than)
     statuses = [s.strip() for value in status or ["completed"] for s in value.split(",")]
-    with open_queue(db) as q, err_console().status("pruning…"):
-        removed = q.prune(older_than=age, statuses=[s for s in statuses if s])
+    statuses = [s for s in statuses if s]
+    checked_prune(older_than=age, statuses=statuses)  # bad statuses: refused before asking
+    asking = not (yes or dry_run)
+    if asking and not sys.stdin.isatty():
+        raise usage("prune deletes jobs: add --yes to confirm (or --dry-run to count them)")
+    what = ", ".join(statuses)
+    span = describe_duration(age.total_seconds())
+    with open_queue(db) as q:
+        if dry_run or asking:
+            count = _count_prunable(q, age, statuses)
+            if dry_run:
+                _pruned(count, statuses, age, as_json, dry_run=True)
+                return
+            if not typer.confirm(
+                f"delete {count} job(s) ({what}) finished more than {span} ago?", err=True
+            ):
+                raise fail("nothing deleted")
+        with err_console().status("pruning…"):
+            removed = q.prune(older_than=age, statuses=statuses)
+    _pruned(removed, statuses, age, as_json, dry_run=False)
+
+
+def _pruned(
+    count: int, statuses: list[str], age: timedelta, as_json: bool, *, dry_run: bool
+) -> None:
     if as_json:
-        print_json({"removed_count": removed})
-    else:
-        what = ", ".join(statuses)
-        span = describe_duration(age.total_seconds())
-        say(f"removed {removed} job(s) ({what}) finished more than {span} ago")
+        print_json({"count": count, "dry_run": dry_run, "statuses": statuses,
+                    "older_than_seconds": age.total_seconds()})  # fmt: skip
+        return
+    verb = "would remove" if dry_run else "removed"
+    span = describe_duration(age.total_seconds())
+    say(f"{verb} {count} job(s) ({', '.join(statuses)}) finished more than {span} ago")
+
+
+def _count_prunable(q: Queue, age: timedelta, statuses: list[str]) -> int:
+    """The jobs ``prune`` would delete now: final, finished at or before now - age. A job
+    finished then was created before then too, which narrows the pages read."""
+    cutoff: datetime = q.now() - age
+    count = 0
+    for status in statuses:
+        cursor = None
+        while True:
+            page = q.jobs(status=status, created_before=cutoff + timedelta(seconds=1),
+                          limit=_PAGE, after=cursor)  # fmt: skip
+            count += sum(1 for j in page if j.finished_at is not None and j.finished_at <= cutoff)
+            if len(page) < _PAGE:
+                break
+            cursor = page[-1].id
+    return count

@@ -3,16 +3,17 @@ and the error shell: a user mistake is one line on stderr and a non-zero exit co
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 import traceback
 from typing import Annotated
 
 import typer
-from typer._click import Context
+from typer._click import Command, Context
 from typer.core import TyperGroup
 
-from conveyor.errors import ConveyorError
+from conveyor.errors import ConveyorError, InvalidArgument
 
 # The order of ``conveyor --help``: daily work first, administration last. Commands
 # not listed follow in the order they were registered.
@@ -30,6 +31,19 @@ class _OrderedGroup(TyperGroup):
         names = super().list_commands(ctx)
         rank = {name: i for i, name in enumerate(COMMAND_ORDER)}
         return sorted(names, key=lambda n: (rank.get(n, len(rank)), names.index(n)))
+
+    def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
+        command = super().get_command(ctx, cmd_name)
+        if command is not None and command.help:
+            command.help = unwrapped(command.help)
+        return command
+
+
+def unwrapped(text: str) -> str:
+    """A docstring's paragraphs each on one line, so help fills the terminal's width
+    instead of breaking where the source line did."""
+    paragraphs = inspect.cleandoc(text).split("\n\n")
+    return "\n\n".join(" ".join(p.split()) for p in paragraphs)
 
 
 app = typer.Typer(
@@ -55,8 +69,10 @@ DbOption = Annotated[
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help=JSON_HELP)]
 
-# Exit codes: 1 a refused operation or an unreachable database, 2 a usage mistake,
-# 130 interrupted (Ctrl-C), 141 stdout closed early (``| head``).
+# Exit codes: 1 a refused operation (unknown job, wrong state) or a database that cannot
+# be opened or reached; 2 a mistake in what was typed: usage, or a value the command or
+# the queue refuses (InvalidArgument); 130 interrupted (Ctrl-C), 141 stdout closed early
+# (``| head``).
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
@@ -82,11 +98,21 @@ def usage(message: str) -> Exception:
     return UsageError(message)
 
 
+def invalid(message: str) -> typer.Exit:
+    """A value the command refuses (a malformed payload, a bad line of a file): prints
+    ``error: message`` on stderr; ``raise invalid(...)`` exits 2, as a usage mistake."""
+    typer.echo(f"error: {one_line(message)}", err=True)
+    return typer.Exit(EXIT_USAGE)
+
+
 def run(application: typer.Typer) -> int:
     """Run the CLI and turn every expected failure into one line and an exit code."""
     try:
         # Outside standalone mode, click returns a typer.Exit's code instead of raising.
         outcome = application(standalone_mode=False, prog_name="conveyor")
+    except InvalidArgument as exc:  # a value the queue refuses: a mistake in what was typed
+        typer.echo(f"error: {one_line(exc)}", err=True)
+        return EXIT_USAGE
     except ConveyorError as exc:
         typer.echo(f"error: {one_line(exc)}", err=True)
         return EXIT_ERROR

@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from conveyor.cli.output import when
+from conveyor.cli.tables import Cell, Column, fitted
 from conveyor.job import Job
 
 
@@ -83,30 +84,49 @@ def summarize(
     return by_load, by_urgency
 
 
-def workers_table(workers: list[WorkerSummary], now: datetime) -> Table:
-    table = Table(box=None, header_style="bold", pad_edge=False)
-    for name, justify in (("worker", "left"), ("jobs", "right"), ("claims", "right"),
-                          ("queues", "left"), ("last heartbeat", "left")):  # fmt: skip
-        table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
-    for w in workers:
-        table.add_row(w.name, str(w.jobs), str(len(w.claims)), ", ".join(sorted(w.queues)),
-                      when(now, w.last_heartbeat_at))  # fmt: skip
-    return table
+def workers_table(workers: list[WorkerSummary], now: datetime, *, width: int) -> Table:
+    rows: list[dict[str, Cell]] = [
+        {"worker": w.name, "jobs": str(w.jobs), "claims": str(len(w.claims)),
+         "queues": ", ".join(sorted(w.queues)), "last heartbeat": when(now, w.last_heartbeat_at)}
+        for w in workers
+    ]  # fmt: skip
+    return fitted(_WORKER_COLUMNS, rows, width)
 
 
-def claims_table(claims: list[ClaimSummary], now: datetime, *, limit: int = 20) -> Table:
-    table = Table(box=None, header_style="bold", pad_edge=False)
-    for name in ("claim", "worker", "queue", "jobs", "claimed", "lease"):
-        table.add_column(name, no_wrap=True, justify="right" if name == "jobs" else "left")
+_WORKER_COLUMNS = (
+    Column("worker", free=True),
+    Column("jobs", right=True),
+    Column("claims", right=True),
+    Column("queues", free=True),
+    Column("last heartbeat", short="heartbeat"),
+)
+
+
+def claims_table(
+    claims: list[ClaimSummary], now: datetime, *, width: int, limit: int = 20
+) -> Table:
+    """Claim ids show whole: they are what ``conveyor release`` takes."""
+    rows: list[dict[str, Cell]] = []
     for c in claims[:limit]:
         lease = Text(when(now, c.lease_expires_at), style="bold red" if c.expired else "")
         if c.expired:
             lease.append("  expired", style="bold red")
-        table.add_row(c.claim_id, c.worker or "?", c.queue, str(c.jobs),
-                      when(now, c.claimed_at), lease)  # fmt: skip
+        claimed = when(now, c.claimed_at)
+        rows.append({"claim": c.claim_id, "worker": c.worker or "?", "queue": c.queue,
+                     "jobs": str(c.jobs), "claimed": claimed, "lease": lease})  # fmt: skip
     if len(claims) > limit:
-        table.add_row(f"… and {len(claims) - limit} more", "", "", "", "", "")
-    return table
+        rows.append({"claim": f"… and {len(claims) - limit} more"})
+    return fitted(_CLAIM_COLUMNS, rows, width)
+
+
+_CLAIM_COLUMNS = (
+    Column("claim"),
+    Column("worker", free=True),
+    Column("queue", free=True),
+    Column("jobs", right=True),
+    Column("claimed"),
+    Column("lease"),
+)
 
 
 def _earliest(a: datetime | None, b: datetime | None) -> datetime | None:

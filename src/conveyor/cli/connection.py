@@ -3,17 +3,19 @@ there, and never create a database as a side effect of looking at one."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import conveyor
 from conveyor.config import Settings, database_url, parse_url
-from conveyor.errors import ConfigurationError, DatabaseError
+from conveyor.errors import ConfigurationError
 
-# How long the CLI waits for a PostgreSQL server before giving up. The library's pool
-# keeps retrying for its whole connect_timeout; a person at a terminal wants an answer.
-PROBE_TIMEOUT_S = 5
+# How long the CLI waits for a PostgreSQL server before giving up (unless the URL sets
+# connect_timeout): the library waits 10 s, but a person at a terminal wants an answer.
+CONNECT_TIMEOUT_S = 3
 
 
 @contextmanager
@@ -26,11 +28,15 @@ def open_queue(
     URL leaves no empty database or schema behind."""
     url = database_url(db)
     settings = parse_url(url)
+    options: dict[str, Any] = {}
     if settings.backend == "sqlite":
         _check_sqlite_file(settings, create=create)
     else:
-        _probe_postgres(settings)
-    queue = conveyor.connect(url, migrate=False)
+        # The pool logs each failed attempt; the command reports the reason once.
+        logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
+        if "connect_timeout" not in settings.backend_options:
+            options["connect_timeout"] = CONNECT_TIMEOUT_S
+    queue = conveyor.connect(url, migrate=False, **options)
     try:
         version = queue.schema_version()
         if version == 0 and not create:
@@ -57,24 +63,3 @@ def _check_sqlite_file(settings: Settings, *, create: bool) -> None:
             f"no database at {str(path)!r}; create it with 'conveyor migrate --db "
             f"sqlite:///{settings.target}' (or check --db / $CONVEYOR_DATABASE_URL)"
         )
-
-
-def _probe_postgres(settings: Settings) -> None:
-    """One direct connection attempt, so a closed port or a wrong password is reported
-    at once instead of after the pool's retries."""
-    try:
-        import psycopg
-    except ImportError:
-        return  # conveyor.connect explains what to install
-    timeout = settings.backend_options.get("connect_timeout", PROBE_TIMEOUT_S)
-    try:
-        conn = psycopg.connect(settings.target, connect_timeout=max(1, round(timeout)))
-    except psycopg.Error as exc:
-        reason = _first_line(str(exc))
-        raise DatabaseError(f"cannot connect to PostgreSQL: {reason}") from None
-    conn.close()
-
-
-def _first_line(text: str) -> str:
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return lines[0] if lines else "no reason given"

@@ -55,7 +55,12 @@ def parse_time(text: str, option: str = "--run-at") -> datetime:
             f"expected a time with a zone (add Z for UTC, or +02:00), got {text!r}",
             param_hint=option,
         )
-    return when.astimezone(UTC)
+    try:
+        return when.astimezone(UTC)
+    except OverflowError:  # 9999-12-31T23:00-14:00 is past the last time UTC can hold
+        raise typer.BadParameter(
+            f"expected a time between years 1 and 9999 in UTC, got {text!r}", param_hint=option
+        ) from None
 
 
 def describe_duration(seconds: float) -> str:

@@ -7,11 +7,11 @@ from datetime import datetime
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from conveyor.cli.base import PANEL_ADMIN, PANEL_WATCH, DbOption, JsonOption, app, usage
 from conveyor.cli.connection import open_queue
 from conveyor.cli.output import console, print_json, say, when
+from conveyor.cli.tables import Cell, Column, fitted
 from conveyor.codec import to_json
 from conveyor.errors import InvalidArgument
 from conveyor.info import QueueSettings, Rate
@@ -87,12 +87,13 @@ def limits(
     if not found:
         say("no queue has flow control" if queue is None else f"queue {queue} has no limits")
         return
-    table = Table(box=None, header_style="bold", pad_edge=False)
-    for column in ("queue", "paused", "limits"):
-        table.add_column(column, overflow="fold")
-    for name, settings in found.items():
-        table.add_row(name, "yes" if settings.paused else "no", _describe(settings, paused=False))
-    console().print(table)
+    rows: list[dict[str, Cell]] = [
+        {"queue": name, "paused": "yes" if settings.paused else "no",
+         "limits": _describe(settings, paused=False)}
+        for name, settings in found.items()
+    ]  # fmt: skip
+    columns = (Column("queue", free=True), Column("paused"), Column("limits", free=True, wrap=True))
+    console().print(fitted(columns, rows, console().width))
 
 
 @app.command(rich_help_panel=PANEL_WATCH)
@@ -107,15 +108,21 @@ def workers(db: DbOption = None, as_json: JsonOption = False) -> None:
     if not found:
         say("no worker is registered (none running, or all stopped)")
         return
-    table = Table(box=None, header_style="bold", pad_edge=False)
-    for column in ("worker", "queues", "running", "last seen", "started", "version"):
-        table.add_column(column, overflow="fold")
-    for w in found:
-        table.add_row(
-            w.name, ",".join(w.queues), f"{w.running}/{w.concurrency}", when(now, w.last_seen_at),
-            when(now, w.started_at), w.version,
-        )  # fmt: skip
-    console().print(table)
+    rows: list[dict[str, Cell]] = [
+        {"worker": w.name, "queues": ",".join(w.queues), "running": f"{w.running}/{w.concurrency}",
+         "last seen": when(now, w.last_seen_at), "started": when(now, w.started_at),
+         "version": w.version}
+        for w in found
+    ]  # fmt: skip
+    columns = (
+        Column("worker", free=True),
+        Column("queues", free=True),
+        Column("running", right=True),
+        Column("last seen", short="seen"),
+        Column("started", optional=True),
+        Column("version", optional=True),
+    )
+    console().print(fitted(columns, rows, console().width))
 
 
 @app.command(rich_help_panel=PANEL_WATCH)
@@ -130,14 +137,20 @@ def schedules(db: DbOption = None, as_json: JsonOption = False) -> None:
     if not found:
         say("no periodic schedule is declared (workers declare their app's when they start)")
         return
-    table = Table(box=None, header_style="bold", pad_edge=False)
-    for column in ("schedule", "task", "queue", "when", "last run", "next run"):
-        table.add_column(column, overflow="fold")
-    for s in found:
-        table.add_row(
-            s.name, s.task, s.queue, s.spec, _moment(now, s.last_slot), _moment(now, s.next_slot)
-        )
-    console().print(table)
+    rows: list[dict[str, Cell]] = [
+        {"schedule": s.name, "task": s.task, "queue": s.queue, "when": s.spec,
+         "last run": _moment(now, s.last_slot), "next run": _moment(now, s.next_slot)}
+        for s in found
+    ]  # fmt: skip
+    columns = (
+        Column("schedule", free=True),
+        Column("task", free=True),
+        Column("queue", free=True),
+        Column("when", free=True),
+        Column("last run", short="last"),
+        Column("next run", short="next"),
+    )
+    console().print(fitted(columns, rows, console().width))
 
 
 def _moment(now: datetime, moment: datetime | None) -> str:

@@ -18,6 +18,7 @@ from conveyor.cli.claims import ClaimSummary, claims_table, summarize, workers_t
 from conveyor.cli.connection import open_queue
 from conveyor.cli.output import (
     console,
+    err_console,
     job_details,
     jobs_table,
     print_json,
@@ -64,8 +65,8 @@ def jobs(
         say("no jobs match", style="dim")
         return
     console().print(jobs_table(found, now))
-    if len(found) == limit:
-        say(f"(first {limit}; next page: --after {found[-1].id})", style="dim")
+    if len(found) == limit:  # on stderr: a pipe reading the table gets the table alone
+        err_console().print(f"(first {limit}; next page: --after {found[-1].id})", style="dim")
 
 
 @app.command(rich_help_panel=PANEL_JOBS)
@@ -164,10 +165,13 @@ def info(db: DbOption = None, as_json: JsonOption = False) -> None:
         style="dim",
     ))  # fmt: skip
     out.print()
-    out.print(titled("queues", stats_table(per_queue, now) if per_queue else Text("no jobs yet")))
-    out.print(titled("workers", workers_table(workers, now) if workers else Text("none running")))
+    width = out.width
+    queues = stats_table(per_queue, now, width=width) if per_queue else Text("no jobs yet")
+    out.print(titled("queues", queues))
+    busy = workers_table(workers, now, width=width) if workers else Text("none running")
+    out.print(titled("workers", busy))
     if claims:
-        out.print(titled("claims", claims_table(claims, now)))
+        out.print(titled("claims", claims_table(claims, now, width=width)))
     _hints(claims, truncated)
 
 

@@ -17,7 +17,8 @@ from rich.table import Table
 from rich.text import Text
 
 from conveyor.cli.durations import describe_duration
-from conveyor.job import Job, Stats, Status, sum_stats
+from conveyor.cli.tables import Cell, Column, fitted
+from conveyor.job import ErrorKind, Job, Stats, Status, sum_stats
 
 STATUS_STYLES = {
     Status.PENDING: "yellow",
@@ -104,59 +105,39 @@ def progress_cell(job: Job) -> str:
 
 def jobs_table(jobs: Iterable[Job], now: datetime, *, width: int | None = None) -> Table:
     """Jobs as rows. The id, status, tries and times always show in full; the free-text
-    columns share what is left of ``width`` (default: the console's)."""
+    columns share what is left of ``width`` (default: the console's); the key, progress
+    and outcome columns are left out when no job has one and room is short."""
     rows = [_job_row(job, now) for job in jobs]
-    fixed = ("id", "status", "tries", "progress", "created")
-    widths = {name: max([len(name)] + [len(r[name]) for r in rows]) for name in _JOB_COLUMNS}
-    free = {name: min(widths[name], cap) for name, cap in _FREE_TEXT_CAPS.items()}
-    gaps = 2 * (len(_JOB_COLUMNS) - 1)
-    room = (width or console().width) - gaps - sum(widths[name] for name in fixed)
-    free = _share(free, room)
-    table = Table(box=None, header_style="bold", pad_edge=False)
-    for name in _JOB_COLUMNS:
-        table.add_column(
-            name,
-            justify="right" if name in ("id", "tries") else "left",
-            no_wrap=True,
-            overflow="ellipsis",
-            width=free.get(name, widths[name]),
-        )
-    for row in rows:
-        table.add_row(*(status_text(row[n]) if n == "status" else row[n] for n in _JOB_COLUMNS))
-    return table
+    return fitted(_JOB_COLUMNS, rows, width or console().width)
 
 
-_JOB_COLUMNS = ("id", "queue", "task", "status", "tries", "key", "progress", "created",
-                "error / result")  # fmt: skip
-# The free-text columns, and the most each gets when there is room.
-_FREE_TEXT_CAPS = {"queue": 20, "task": 32, "key": 20, "error / result": 40}
+_JOB_COLUMNS = (
+    Column("id", right=True),
+    Column("queue", free=True, cap=20),
+    Column("task", free=True, cap=32),
+    Column("status"),
+    Column("tries", right=True),
+    Column("key", free=True, cap=20, optional=True),
+    Column("progress", optional=True),
+    Column("created"),
+    Column("error / result", short="outcome", free=True, cap=40, optional=True),
+)
 
 
-def _job_row(job: Job, now: datetime) -> dict[str, str]:
+def _job_row(job: Job, now: datetime) -> dict[str, Cell]:
     # A completed job may still carry the error of an earlier attempt: show its result.
     outcome = job.result if job.status == Status.COMPLETED else first_line(job.error)
     return {
         "id": str(job.id),
         "queue": job.queue,
         "task": job.task,
-        "status": str(job.status),
+        "status": status_text(job.status),
         "tries": f"{job.attempts}/{job.max_attempts}",
         "key": job.key or "",
         "progress": progress_cell(job),
         "created": when(now, job.created_at),
-        "error / result": short(outcome, _FREE_TEXT_CAPS["error / result"]),
+        "error / result": short(outcome, 40),
     }
-
-
-def _share(wanted: dict[str, int], room: int, *, least: int = 4) -> dict[str, int]:
-    """Shrink the widest of ``wanted`` until they fit in ``room`` (each keeps ``least``)."""
-    widths = dict(wanted)
-    while sum(widths.values()) > room:
-        name = max(widths, key=lambda n: widths[n])
-        if widths[name] <= least:
-            break
-        widths[name] -= 1
-    return widths
 
 
 def job_details(job: Job, now: datetime, subscribers: list[str]) -> RenderableType:
@@ -164,7 +145,7 @@ def job_details(job: Job, now: datetime, subscribers: list[str]) -> RenderableTy
     grid.add_column(style="bold", no_wrap=True)
     grid.add_column()
     rows: list[tuple[str, Any]] = [
-        ("job", Text(f"{job.id}  ") + status_text(job.status)),
+        ("job", Text(f"{job.id}  ") + status_text(job.status) + Text(_standing(job))),
         ("task", job.task),
         ("queue", job.queue),
         ("key", job.key or "-"),
@@ -193,8 +174,7 @@ def job_details(job: Job, now: datetime, subscribers: list[str]) -> RenderableTy
     if job.result is not None:
         rows.append(("result", _json(job.result)))
     if job.error:
-        kind = f" ({job.error_kind})" if job.error_kind else ""
-        rows.append(("error" + kind, Text(job.error, style="red")))
+        rows.append((_error_label(job), Text(job.error, style="red")))
     if subscribers:
         rows.append(("subscribers", ", ".join(subscribers)))
     for label, value in rows:
@@ -202,28 +182,58 @@ def job_details(job: Job, now: datetime, subscribers: list[str]) -> RenderableTy
     return grid
 
 
-def stats_table(per_queue: Mapping[str, Stats], now: datetime) -> Table:
-    """One row per queue, and a total row when there are several."""
-    table = Table(box=None, header_style="bold", pad_edge=False)
-    table.add_column("queue", overflow="fold")
-    headers = [*(str(s) for s in STATUS_ORDER), "scheduled", "expired"]
-    for header in headers:
-        style = STATUS_STYLES.get(header, "")  # type: ignore[call-overload]
-        table.add_column(header, justify="right", style=style, min_width=len(header))
-    table.add_column("oldest pending", no_wrap=True)
+def _standing(job: Job) -> str:
+    """What the status means for the job's future."""
+    if job.status == Status.FAILED:
+        return " (final)"
+    if job.status == Status.PENDING and job.error:
+        return f" (will retry: attempt {job.attempts + 1} of {job.max_attempts})"
+    return ""
+
+
+def _error_label(job: Job) -> str:
+    """The error's row: whether it ended the job, and why."""
+    if job.status == Status.FAILED:
+        why = "terminal" if job.error_kind == ErrorKind.TERMINAL else "no attempts left"
+        return f"error (final: {why})"
+    if job.status == Status.PENDING:
+        return "error (retryable)"
+    return "last error"
+
+
+def stats_table(
+    per_queue: Mapping[str, Stats], now: datetime, *, width: int | None = None
+) -> Table:
+    """One row per queue, and a total row when there are several. On a narrow terminal
+    the counts no queue has are left out and the headers shorten."""
     names = sorted(per_queue)
-    lines = [(name, per_queue[name]) for name in names]
+    lines = [(Text(name), per_queue[name]) for name in names]
     if len(names) > 1:
-        lines.append(("all queues", sum_stats(per_queue.values())))
+        lines.append((Text("all queues", style="bold"), sum_stats(per_queue.values())))
+    rows: list[dict[str, Cell]] = []
     for name, stats in lines:
-        table.add_row(
-            Text(name, style="bold" if name == "all queues" else ""),
-            *(_count(getattr(stats, str(s))) for s in STATUS_ORDER),
-            _count(stats.scheduled),
-            Text(_count(stats.expired), style="red" if stats.expired else ""),
-            when(now, stats.oldest_pending_at),
-        )
-    return table
+        row: dict[str, Cell] = {"queue": name}
+        for status in STATUS_ORDER:
+            count = getattr(stats, str(status))
+            row[str(status)] = Text(_count(count), style=STATUS_STYLES[status] if count else "")
+        row["scheduled"] = _count(stats.scheduled)
+        row["expired"] = Text(_count(stats.expired), style="red" if stats.expired else "")
+        row["oldest pending"] = when(now, stats.oldest_pending_at)
+        rows.append(row)
+    return fitted(_STATS_COLUMNS, rows, width or console().width)
+
+
+_STATS_COLUMNS = (
+    Column("queue", free=True, cap=40),
+    Column("pending", short="pend", right=True),
+    Column("running", short="run", right=True),
+    Column("completed", short="done", right=True),
+    Column("failed", short="fail", right=True),
+    Column("cancelled", short="canc", right=True, optional=True),
+    Column("scheduled", short="sched", right=True, optional=True),
+    Column("expired", short="exp", right=True, optional=True),
+    Column("oldest pending", short="oldest", optional=True),
+)
 
 
 def stats_json(per_queue: Mapping[str, Stats]) -> dict[str, Any]:

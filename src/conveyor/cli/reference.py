@@ -25,11 +25,20 @@ Every command that touches a database takes `--db URL`; without it, conveyor rea
 directory (`conveyor demo` alone uses its own `sqlite:///conveyor-demo.db`). Commands that
 only look at a database never create one: a SQLite path that does not exist is an error.
 
-Output is a table on a terminal (plain text when piped; `NO_COLOR` is honoured) and
-JSON with `--json`. Progress bars and live views go to stderr, so stdout stays clean.
+Output is a table on a terminal, fitted to its width (at 80 columns, long names are cut
+with `…` and headers shorten), plain text when piped (`NO_COLOR` is honoured). Every
+command but `worker`, `serve` and `bench` also prints JSON with `--json`; a command that
+acts on many jobs answers `{"count": N, …}`, N being the jobs it acted on (or, with
+`prune --dry-run`, would act on), beside what else it knows (`ids`, `skipped`,
+`refused`). Progress bars, live views and the "next page" hint of `jobs` go to stderr,
+so stdout stays clean for a pipe.
 
-Exit codes: `0` success, `1` the operation was refused or the database failed (one line
-on stderr, starting `error:`), `2` a usage mistake, `130` interrupted. Set
+Exit codes: `0` success; `1` the operation was refused (an unknown job, a job in the
+wrong state, a claim that holds nothing, a "no" to a question) or the database cannot be
+opened or reached; `2` a mistake in what was typed: a usage mistake, or a value the
+command or the queue refuses (a malformed `--payload`, a bad line of an `--file`, a name
+with control characters, an unknown status). Errors are one line on stderr, starting
+`error:` (`enqueue --file` writes one such line per bad line); `130` interrupted. Set
 `CONVEYOR_DEBUG=1` to see the traceback of an unexpected error.
 
 Durations are written `30s`, `10m`, `2h`, `1d`, `1w`, `1h30m`, or a bare number of

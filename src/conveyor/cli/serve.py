@@ -7,9 +7,11 @@ from typing import Annotated
 import typer
 
 from conveyor.cli.base import PANEL_RUN, DbOption, app, usage
+from conveyor.errors import ConfigurationError
 
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
 HOST_HELP = "Address to listen on. Anything but loopback needs tokens ($CONVEYOR_TOKENS)."
+SERVER_EXTRA = "pip install 'conveyor[server]'"
 
 
 @app.command(rich_help_panel=PANEL_RUN)
@@ -20,23 +22,59 @@ def serve(
     log_level: Annotated[
         str, typer.Option(help="uvicorn log level: critical, error, warning, info, debug.")
     ] = "info",
+    max_connections: Annotated[
+        int,
+        typer.Option(min=1, help="Connections and requests at once; past it, 503.", metavar="N"),
+    ] = 1000,
+    max_waits: Annotated[
+        int,
+        typer.Option(min=1, help="Long polls (/wait) at once; past it, 503.", metavar="N"),
+    ] = 100,
+    header_timeout: Annotated[
+        float,
+        typer.Option(min=0.1, help="Seconds a request's head may take to arrive.", metavar="S"),
+    ] = 10.0,
+    body_timeout: Annotated[
+        float,
+        typer.Option(min=0.1, help="Seconds a request's body may take to arrive.", metavar="S"),
+    ] = 30.0,
+    rescue_interval: Annotated[
+        float,
+        typer.Option(
+            min=0.1, help="Seconds between passes putting expired leases back.", metavar="S"
+        ),
+    ] = 10.0,
 ) -> None:
     """Serve the HTTP API (OpenAPI at /docs), the dashboard at / and /metrics.
 
-    Bearer tokens come from $CONVEYOR_TOKENS ("admin:secret1,worker:secret2,reader:…")
-    or the file named by $CONVEYOR_TOKENS_FILE (one role:token a line)."""
+    Bearer tokens come from $CONVEYOR_TOKENS ("admin:adm-secret-1,worker:wrk-secret-1,reader:…"),
+    or from the file named by $CONVEYOR_TOKENS_FILE (one role:token a line); each token
+    is at least 8 characters long. The server also puts back to pending the jobs whose
+    lease expired (every --rescue-interval seconds), as workers do."""
     if log_level.lower() not in LOG_LEVELS:
         raise usage(f"--log-level: expected one of {', '.join(LOG_LEVELS)}, got {log_level!r}")
-    # Imported here: the server's dependencies are an extra, and slow to import.
-    import uvicorn
+    try:  # the server's dependencies are an extra, and slow to import
+        import uvicorn
 
-    from conveyor.web.app import check_bind_address, create_app
-    from conveyor.web.auth import tokens_from_env
+        from conveyor.web.app import check_bind_address, create_app
+        from conveyor.web.auth import tokens_from_env
+        from conveyor.web.limits import Limits
+        from conveyor.web.server import ServerLimits, config
+    except ImportError as exc:
+        missing = exc.name or "a dependency"
+        raise ConfigurationError(
+            f"conveyor serve needs the server extra ({missing} is not installed): {SERVER_EXTRA}"
+        ) from None
 
     tokens = tokens_from_env()
     check_bind_address(host, tokens)
-    web_app = create_app(db, tokens=tokens)
+    limits = Limits(max_waits=max_waits, body_timeout_seconds=body_timeout)
+    web_app = create_app(db, tokens=tokens, limits=limits, rescue_interval=rescue_interval)
     queue = web_app.state.conveyor.queue
     auth = f"{len(tokens)} token(s)" if tokens else "no tokens: loopback only"
     typer.echo(f"conveyor: serving {queue.url} on http://{host}:{port} ({auth})", err=True)
-    uvicorn.run(web_app, host=host, port=port, log_level=log_level.lower())
+    bounds = ServerLimits(header_timeout=header_timeout, max_connections=max_connections)
+    server = uvicorn.Server(
+        config(web_app, host=host, port=port, log_level=log_level.lower(), limits=bounds)
+    )
+    server.run()

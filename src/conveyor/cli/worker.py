@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from conveyor.cli.base import DB_HELP, app
+from conveyor.cli.waiting import still_waiting
 from conveyor.errors import ConfigurationError
 from conveyor.maintenance import Retention
 from conveyor.worker.loader import load_app
@@ -101,6 +102,9 @@ def worker(
     )
     if burst:
         typer.echo(stats.summary() or "nothing to do", err=True)
+        waiting = still_waiting(application.queue, names or application.queues)
+        if waiting:
+            typer.echo(waiting, err=True)
 
 
 def _retention(rules: list[str]) -> Retention | None:

@@ -1,0 +1,90 @@
+"""Tables that fit the terminal: at 80 columns as on a wide screen, no cell is wrapped
+letter by letter and no header is cut.
+
+Each column says how it may give way. Short columns (ids, counts, times) always show
+whole. When the row is still too wide, columns that are empty in every row are left
+out (``optional``), then headers take their short form, and what room is left is
+shared by the free-text columns (``free``), each cut with an ellipsis; a ``wrap``
+column folds onto more lines instead."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from rich.table import Table
+from rich.text import Text
+
+Cell = str | Text
+# Cells that say "nothing here": a column holding only these may be left out.
+EMPTY = frozenset({"", "-", "·"})
+GAP = 2  # between columns
+LEAST = 6  # the narrowest a free column becomes
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    name: str
+    short: str | None = None
+    right: bool = False
+    free: bool = False
+    wrap: bool = False
+    cap: int = 40
+    optional: bool = False
+
+
+def fitted(columns: Sequence[Column], rows: Sequence[Mapping[str, Cell]], width: int) -> Table:
+    """``rows`` (cells by column name) as a table at most ``width`` cells wide."""
+    shown = list(columns)
+    if _needed(shown, rows, short=False) > width:
+        shown = [c for c in shown if not (c.optional and _empty(c, rows))]
+    short = _needed(shown, rows, short=False) > width
+    headers = {c.name: (c.short or c.name) if short else c.name for c in shown}
+    widths = {c.name: _widest(c, rows, headers[c.name]) for c in shown}
+    free = [c for c in shown if c.free]
+    room = width - GAP * (len(shown) - 1) - sum(widths[c.name] for c in shown if not c.free)
+    shares = _share({c.name: min(widths[c.name], c.cap) for c in free}, room)
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    for column in shown:
+        table.add_column(
+            headers[column.name],
+            justify="right" if column.right else "left",
+            no_wrap=not column.wrap,
+            overflow="fold" if column.wrap else "ellipsis",
+            width=shares.get(column.name, widths[column.name]),
+        )
+    for row in rows:
+        table.add_row(*(row.get(column.name, "") for column in shown))
+    return table
+
+
+def _length(cell: Cell) -> int:
+    return cell.cell_len if isinstance(cell, Text) else Text(cell).cell_len
+
+
+def _widest(column: Column, rows: Sequence[Mapping[str, Cell]], header: str) -> int:
+    return max([len(header), *(_length(row.get(column.name, "")) for row in rows)])
+
+
+def _empty(column: Column, rows: Sequence[Mapping[str, Cell]]) -> bool:
+    return all(str(row.get(column.name, "")).strip() in EMPTY for row in rows)
+
+
+def _needed(columns: Sequence[Column], rows: Sequence[Mapping[str, Cell]], *, short: bool) -> int:
+    total = GAP * (len(columns) - 1)
+    for column in columns:
+        header = (column.short or column.name) if short else column.name
+        widest = _widest(column, rows, header)
+        total += min(widest, max(LEAST, column.cap)) if column.free else widest
+    return total
+
+
+def _share(wanted: dict[str, int], room: int) -> dict[str, int]:
+    """Shrink the widest of ``wanted`` until they fit in ``room`` (each keeps ``LEAST``)."""
+    widths = dict(wanted)
+    while widths and sum(widths.values()) > room:
+        name = max(widths, key=lambda n: widths[n])
+        if widths[name] <= LEAST:
+            break
+        widths[name] -= 1
+    return widths
