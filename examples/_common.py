@@ -1,20 +1,11 @@
-"""What every example's command line shares: the database option and a JSON summary."""
+"""What the examples' command lines share: a summary printed as text or one JSON line,
+and a job's error as users see it."""
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 from typing import Any
-
-
-def parser(name: str, description: str) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=f"python -m examples.{name}", description=description)
-    p.add_argument(
-        "--db", default=f"sqlite:///{name}.db", help=f"database URL (default sqlite:///{name}.db)"
-    )
-    p.add_argument("--json", action="store_true", help="print the summary as one JSON line")
-    return p
 
 
 def report(summary: dict[str, Any], as_json: bool) -> None:
@@ -29,17 +20,6 @@ def report(summary: dict[str, Any], as_json: bool) -> None:
         print(f"{key:>24}: {value}")
 
 
-def work_until_idle(app: Any, queue: str, *, concurrency: int = 4, limit: float = 60.0) -> None:
-    """Run burst workers until the queue holds no pending job, scheduled retries included
-    (a burst worker stops as soon as nothing is claimable *now*)."""
-    import time
-
-    deadline = time.monotonic() + limit
-    while True:
-        app.run_worker(burst=True, concurrency=concurrency, lease=10, install_signals=False)
-        stats = app.queue.stats(queue)
-        if not stats.pending and not stats.running:
-            return
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"queue {queue} still busy after {limit:g}s: {stats}")
-        time.sleep(0.05)
+def first_line(error: str | None) -> str | None:
+    """A job's error as users see it: its first line (a traceback stays in the job)."""
+    return None if error is None else error.split("\n", 1)[0]

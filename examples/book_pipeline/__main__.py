@@ -1,92 +1,141 @@
-"""Process a book, kill the worker half-way, watch the job resume from its checkpoint."""
+"""``python -m examples.book_pipeline [serve]``.
+
+serve   the admin API and the book page (GET /admin/books/{book_id}), with the workers
+        in the same process
+(none)  the scripted demo: a bulk upload with a corrupt page and a rate-limited one,
+        a second job refused while the first runs, an extraction that fails half-way
+        and is resumed after its last completed page, and finalization
+"""
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
+import argparse
+import io
 import sys
-import threading
+import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
-from rich.progress import BarColumn, Progress, TextColumn
+import httpx
 
-from examples._common import parser, report
-from examples.book_pipeline import app as pipeline
-
-ROOT = Path(__file__).resolve().parents[2]
+from examples._common import report
+from examples._web import add_serve_options, background_server, serve
+from examples.book_pipeline.app import Pipeline, create_api
+from examples.book_pipeline.jobs import Settings
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = parser("book_pipeline", "Book processing with progress, heartbeats and resume.")
-    p.add_argument("--pages", type=int, default=300)
-    p.add_argument("--role", choices=["demo", "worker"], default="demo")
-    args = p.parse_args(argv)
-    pipeline.app.bind(args.db)
-    if args.role == "worker":  # a worker process, killed by the demo below
-        pipeline.app.run_worker(concurrency=1, lease=1.0)
-        return 0
-
-    q = pipeline.app.queue
-    book = "dune.pdf"
-    job = pipeline.start(book, args.pages)
-    try:
-        pipeline.start(book, args.pages)
-        refused = "no"
-    except pipeline.BookBusy as exc:
-        refused = f"yes: {exc}"
-    broken = pipeline.start("scan.corrupt", 10)
-
-    # A worker in another process gets a third of the way, then dies without a word.
-    child = subprocess.Popen(
-        [sys.executable, "-m", "examples.book_pipeline", "--db", args.db, "--role", "worker"],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    parser = argparse.ArgumentParser(prog="python -m examples.book_pipeline", description=__doc__)
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    commands = parser.add_subparsers(dest="command")
+    serving = commands.add_parser("serve", help="serve the API and run its workers")
+    add_serve_options(serving, "book_pipeline")
+    d = Settings()
+    serving.add_argument(
+        "--stale-after",
+        type=float,
+        default=d.stale_after,
+        help="seconds without a heartbeat before a job is failed on poll",
     )
-    while (q.get(job.id).progress.checkpoint or 0) < args.pages // 3:  # type: ignore[union-attr]
-        time.sleep(0.02)
-    child.send_signal(signal.SIGKILL)
-    child.wait()
-    killed_at = q.get(job.id).progress.checkpoint  # type: ignore[union-attr]
-
-    # Its lease runs out within a second; the next poll notices and requeues the job.
-    seen = pipeline.poll(q, book)
-    while seen is not None and seen.status == "running":
-        time.sleep(0.2)
-        seen = pipeline.poll(q, book)
-
-    worker = threading.Thread(
-        target=pipeline.app.run_worker,
-        kwargs={"burst": False, "concurrency": 2, "lease": 5, "install_signals": False},
-        daemon=True,
+    serving.add_argument(
+        "--retry-base",
+        type=float,
+        default=d.retry_base,
+        help="a page's retries wait this long, then doubling (2: 2-4-8-16 s)",
     )
-    worker.start()
-    with Progress(
-        TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[current]}")
-    ) as bar:
-        shown = bar.add_task(book, total=args.pages, current="")
-        while True:
-            current = pipeline.poll(q, book)
-            assert current is not None
-            done = (current.progress.completed or 0) + (current.progress.failed or 0)
-            bar.update(shown, completed=done, current=current.progress.current or "")
-            if current.is_final:
-                break
-            time.sleep(0.1)
-    final = q.wait(job.id, timeout=60)
+    serving.add_argument(
+        "--page-attempts",
+        type=int,
+        default=d.page_attempts,
+        help="attempts at a rate-limited page before it is failed",
+    )
+    serving.add_argument(
+        "--slow-seconds",
+        type=float,
+        default=d.slow_seconds,
+        help="how long the stand-in OCR takes for a 'slow' page",
+    )
+    serving.add_argument("--poll-ms", type=int, default=d.poll_ms,
+                         help="how often the book page polls its job")  # fmt: skip
+    demo = commands.add_parser("demo", help="the scripted demo (the default)")
+    for p in (parser, demo):
+        p.add_argument("--db", help="database URL (default: a temporary SQLite file)")
+        p.add_argument("--json", action="store_true", help="print the summary as one JSON line")
+    args = parser.parse_args(argv)
+    if args.command == "serve":
+        try:
+            import python_multipart  # noqa: F401 (uploads are multipart)
+        except ImportError:
+            raise SystemExit(
+                "error: page uploads need python-multipart: pip install -e '.[examples]'"
+            ) from None
+        if args.stale_after <= 0 or args.retry_base < 0 or args.slow_seconds < 0:
+            raise SystemExit(
+                "error: --stale-after must be > 0, --retry-base and --slow-seconds >= 0"
+            )
+        if not 1 <= args.page_attempts <= 20 or not 100 <= args.poll_ms <= 60_000:
+            raise SystemExit("error: --page-attempts: 1 to 20; --poll-ms: 100 to 60000")
+        settings = Settings(args.stale_after, args.retry_base, args.page_attempts,
+                            args.slow_seconds, args.poll_ms)  # fmt: skip
+        pipeline = Pipeline(args.db, settings)
+        try:
+            return serve(create_api(pipeline, workers=args.workers), args)  # type: ignore[arg-type]
+        finally:
+            pipeline.close()
+    return run_demo(args)
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    url = args.db or f"sqlite:///{Path(tempfile.mkdtemp()) / 'book_pipeline.db'}"
+    pipeline = Pipeline(url, Settings(retry_base=0.05, slow_seconds=0.2))
+    with background_server(create_api(pipeline, workers=2)) as url:
+        http = httpx.Client(base_url=url, timeout=60)
+        book = http.post("/admin/books", json={"title": "Physics, Grade 9"}).json()["book_id"]
+        base = f"/admin/books/{book}"
+        contents = {n: f"page {n} about motion".encode() for n in range(1, 13)}
+        contents[3] = b"fail: a torn scan"
+        contents[5] = b"flaky: a busy moment"
+        contents[7] = b"slow: a big scan"
+        contents[9] = b"crash: the connection drops here"
+        files = [("images", (f"scan_{n:03d}.png", io.BytesIO(data), "image/png"))
+                 for n, data in contents.items()]  # fmt: skip
+        upload = http.post(f"{base}/pages/bulk", files=files).json()
+        refused = http.post(f"{base}/generate-guidelines", json={})
+
+        def finished(kind: str) -> dict[str, Any]:
+            while True:
+                job: dict[str, Any] = http.get(
+                    f"{base}/jobs/latest", params={"job_type": kind}
+                ).json()
+                if job["status"] in ("completed", "failed"):
+                    return job
+                time.sleep(0.05)
+
+        ocr = finished("ocr_batch")
+        first = http.post(f"{base}/generate-guidelines", json={}).json()
+        extraction = finished("extraction")
+        resumed = http.post(f"{base}/generate-guidelines", json={"resume": True}).json()
+        second = finished("extraction")
+        final = http.post(f"{base}/finalize").json()
+        finalization = finished("finalization")
     report(
         {
-            "status": str(final.status),
-            "second_start_refused": refused,
-            "killed_after_page": killed_at,
-            "runs": final.progress.detail["runs"],
-            "pages": f"{final.progress.completed} read, {final.progress.failed} unreadable",
-            "attempts": final.attempts,
-            "corrupt_book": f"{q.wait(broken.id, timeout=30).status}: {q.get(broken.id).error}",  # type: ignore[union-attr]
+            "uploaded": upload["pages_uploaded"],
+            "second_job_while_ocr_runs": f"HTTP {refused.status_code}: "
+            + refused.json()["error"]["message"],
+            "ocr": f"{ocr['completed_items']} read, {ocr['failed_items']} failed",
+            "ocr_errors": ocr["progress_detail"],
+            "extraction": f"{first['message']}: {extraction['status']} at page "
+            f"{extraction['current_item']}: {extraction['error_message']}",
+            "resume": resumed["message"],
+            "after_resume": f"{second['status']}: {second['completed_items']} pages, "
+            f"{second['failed_items']} without text",
+            "finalization": f"job {final['job_id']} {finalization['status']}",
         },
         args.json,
     )
+    pipeline.close()
     return 0
 
 

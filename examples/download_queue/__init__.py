@@ -1,0 +1,11 @@
+"""The download bot's queue: ``DownloadQueue`` implements ``IDownloadQueue`` on conveyor."""
+
+from examples.download_queue.queue import (
+    DownloadJob,
+    DownloadQueue,
+    IDownloadQueue,
+    JobStatus,
+    QueueStats,
+)
+
+__all__ = ["DownloadJob", "DownloadQueue", "IDownloadQueue", "JobStatus", "QueueStats"]

@@ -1,69 +1,91 @@
-"""Enqueue downloads, work them strictly in order, and measure the latency budget:
-enqueue < 10 ms, take < 5 ms, < 10 MB of overhead."""
+"""``python -m examples.download_queue``: the bot's download loop on ``DownloadQueue``.
+
+URLs are queued as messages arrive; a worker takes the oldest, downloads it, marks it
+completed with the file's path or failed with the error, and retries a failed one up to
+three times. The downloader is a stand-in: a URL containing ``broken`` always fails,
+``flaky`` fails once. Latency and memory are measured by ``benchmarks/download_queue.py``.
+"""
 
 from __future__ import annotations
 
-import resource
-import statistics
+import argparse
+import hashlib
 import sys
 import tempfile
-import time
+from collections import Counter
 from pathlib import Path
 
-import conveyor
-from examples._common import parser, report
-from examples.download_queue.app import DownloadQueue, download
+from examples._common import report
+from examples.download_queue.queue import DownloadQueue, QueueStats
 
 
-def _ms(samples: list[float]) -> dict[str, float]:
-    ordered = sorted(samples)
-    return {
-        "p50_ms": round(statistics.median(ordered) * 1000, 3),
-        "p99_ms": round(ordered[int(len(ordered) * 0.99) - 1] * 1000, 3),
-    }
+class Downloader:
+    """The stand-in for yt-dlp."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.tries: Counter[str] = Counter()
+
+    def download(self, url: str) -> str:
+        self.tries[url] += 1
+        if "broken" in url:
+            raise OSError("HTTP Error 403: Forbidden")
+        if "flaky" in url and self.tries[url] == 1:
+            raise OSError("connection reset by peer")
+        path = self.folder / f"{hashlib.sha256(url.encode()).hexdigest()[:12]}.mp4"
+        path.write_bytes(b"\x00" * 16)
+        return str(path)
+
+
+def work(queue: DownloadQueue, downloader: Downloader) -> tuple[list[int], int]:
+    """The bot's worker loop, until nothing is queued: returns the jobs in the order they
+    were taken, and how many retries were queued."""
+    taken, retries = [], 0
+    while (job := queue.dequeue()) is not None:
+        if not queue.mark_in_progress(job.job_id):
+            continue  # another worker took it first
+        taken.append(job.job_id)
+        try:
+            queue.mark_completed(job.job_id, downloader.download(job.url))
+        except OSError as exc:
+            queue.mark_failed(job.job_id, str(exc))
+            retries += queue.retry_job(job.job_id)
+    return taken, retries
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = parser("download_queue", "A FIFO download queue with latency limits.")
-    p.add_argument("--jobs", type=int, default=200)
-    args = p.parse_args(argv)
-    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    with conveyor.connect(args.db) as q, tempfile.TemporaryDirectory() as out:
-        downloads = DownloadQueue(q)
-        enqueue_s, take_s, ids = [], [], []
-        for n in range(args.jobs):
-            url = f"https://video.example/{'broken' if n % 50 == 7 else 'ok'}/{n}"
-            started = time.perf_counter()
-            ids.append(downloads.enqueue(message_id=n + 1, url=url))
-            enqueue_s.append(time.perf_counter() - started)
-        peeked = downloads.peek()
-        order, retries = [], 0
-        while True:
-            started = time.perf_counter()
-            job = downloads.take()
-            take_s.append(time.perf_counter() - started)
-            if job is None:
-                break
-            order.append(job.id)
-            try:
-                downloads.mark_completed(job, download(job.url, Path(out)))
-            except OSError as exc:
-                retries += downloads.mark_failed(job, str(exc))
-        stats = downloads.stats()
-    first_takes = list(dict.fromkeys(order))  # each job's first turn, in the order taken
+    parser = argparse.ArgumentParser(prog="python -m examples.download_queue", description=__doc__)
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.add_argument(
+        "--db", help="database or conveyor server URL (default: a temporary SQLite file)"
+    )
+    parser.add_argument("--token", help="the conveyor server's token, for an http(s) URL")
+    parser.add_argument("--jobs", type=int, default=20, help="messages to queue (default 20)")
+    parser.add_argument("--json", action="store_true", help="print the summary as one JSON line")
+    args = parser.parse_args(argv)
+    folder = Path(tempfile.mkdtemp(prefix="downloads-"))
+    url = args.db or f"sqlite:///{folder / 'bot.db'}"
+    with DownloadQueue(url, token=args.token) as queue:
+        ids = []
+        for n in range(1, args.jobs + 1):
+            kind = "broken" if n % 10 == 7 else "flaky" if n % 10 == 3 else "ok"
+            ids.append(queue.enqueue(message_id=n, url=f"https://video.example/{kind}/{n}"))
+        peeked = queue.dequeue()
+        taken, retries = work(queue, Downloader(folder))
+        stats: QueueStats = queue.get_stats()
+        failed = [queue.get(i) for i in ids if (j := queue.get(i)) and j.status == "Failed"]
+    first_runs = list(dict.fromkeys(taken))
     report(
         {
-            "jobs": args.jobs,
-            "peeked_first": peeked.id == ids[0] if peeked else False,
-            "fifo": first_takes == sorted(first_takes) == ids,
-            "taken": len(order),
-            "retries": retries,
+            "queued": len(ids),
+            "peeked_the_oldest": peeked is not None and peeked.job_id == ids[0],
+            "taken_in_fifo_order": first_runs == sorted(first_runs) and set(first_runs) == set(ids),
+            "runs": len(taken),
+            "retries_queued": retries,
+            "failed_for_good": [
+                f"{j.url}: {j.error_message} after {j.retry_count} retries" for j in failed if j
+            ],
             "stats": stats,
-            "enqueue_latency": _ms(enqueue_s),
-            "take_latency": _ms(take_s),
-            "max_rss_growth_mb": round(
-                (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before) / 1024, 2
-            ),
         },
         args.json,
     )

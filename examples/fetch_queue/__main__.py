@@ -1,40 +1,108 @@
-"""Three users ask for the same story at once; later askers get the cached result."""
+"""``python -m examples.fetch_queue [serve]``.
+
+serve   the bot's fetch API, with its workers in the same process
+(none)  the scripted demo: three users ask for one story at once, a broken link, a flaky
+        one, a user who cannot be messaged the first time, and a later cached answer
+"""
 
 from __future__ import annotations
 
+import argparse
 import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
 
-from examples._common import parser, report, work_until_idle
-from examples.fetch_queue import app as bot
+import httpx
 
-GOOD = "https://fics.example/works/1"
-BROKEN = "https://fics.example/works/404"
+from examples._common import report
+from examples._web import add_serve_options, background_server, serve
+from examples.fetch_queue.app import FetchBot, Settings, create_api
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser(
-        "fetch_queue", "A chat bot's fetch queue with dedupe and subscribers."
-    ).parse_args(argv)
-    bot.app.bind(args.db)
-    replies = {}
-    for user in ("ada", "grace", "linus"):
-        replies[f"{user} asks for story 1"] = bot.request(GOOD, user)
-    replies["ada asks for a broken link"] = bot.request(BROKEN, "ada")
-    work_until_idle(bot.app, bot.QUEUE)
-    replies["edsger asks for story 1 later"] = bot.request(GOOD, "edsger")
-    replies["ada asks for the broken link again"] = bot.request(BROKEN, "ada")
-    replies["ada asks to retry it"] = bot.request(BROKEN, "ada", retry_failed=True)
-    work_until_idle(bot.app, bot.QUEUE)
-    report(
-        {
-            "replies": replies,
-            "site_fetches": dict(bot.fetches),
-            "messages_sent": sorted(bot.inbox),
-            "stats": bot.app.queue.stats(bot.QUEUE).to_dict(),
-        },
-        args.json,
-    )
-    bot.app.close()
+    parser = argparse.ArgumentParser(prog="python -m examples.fetch_queue", description=__doc__)
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    commands = parser.add_subparsers(dest="command")
+    serving = commands.add_parser("serve", help="serve the API and run its workers")
+    add_serve_options(serving, "fetch_queue")
+    defaults = Settings()
+    for flag, default, helps in (
+        ("--cache-ttl", defaults.cache_ttl, "seconds a fetched result is reused (default 6 h)"),
+        ("--retry-delay", defaults.retry_delay, "seconds before a failed fetch is tried again"),
+        ("--slow-seconds", defaults.slow_seconds, "how long the stand-in site takes for /slow"),
+        ("--redelivery-delay", defaults.redelivery_delay, "seconds before a message is resent"),
+    ):
+        serving.add_argument(flag, type=float, default=default, help=helps)
+    demo = commands.add_parser("demo", help="the scripted demo (the default)")
+    for p in (parser, demo):
+        p.add_argument("--db", help="database URL (default: a temporary SQLite file)")
+        p.add_argument("--json", action="store_true", help="print the summary as one JSON line")
+    args = parser.parse_args(argv)
+    if args.command == "serve":
+        for name in ("cache_ttl", "retry_delay", "slow_seconds", "redelivery_delay"):
+            if getattr(args, name) < 0:
+                print(f"error: --{name.replace('_', '-')}: expected 0 or more", file=sys.stderr)
+                return 2
+        settings = Settings(
+            cache_ttl=args.cache_ttl,
+            retry_delay=args.retry_delay,
+            slow_seconds=args.slow_seconds,
+            redelivery_delay=args.redelivery_delay,
+        )
+        bot = FetchBot(args.db, settings)
+        try:
+            return serve(create_api(bot, workers=args.workers), args)
+        finally:
+            bot.close()
+    return run_demo(args)
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    url = args.db or f"sqlite:///{Path(tempfile.mkdtemp()) / 'fetch_queue.db'}"
+    settings = Settings(retry_delay=0.2, slow_seconds=0.5, redelivery_delay=0.2)
+    bot = FetchBot(url, settings)
+    with background_server(create_api(bot, workers=2)) as url:
+        http = httpx.Client(base_url=url, timeout=30)
+
+        def ask(url: str, user: str, **extra: Any) -> str:
+            answer = http.post("/fetch", json={"url": url, "user": user, **extra})
+            reply = answer.json()
+            if "error" in reply and "status" not in reply:  # refused: {"error": {code, message}}
+                return f"HTTP {answer.status_code}: {reply['error']['message']}"
+            return f"{reply['status']}: {reply.get('error') or reply['message']}"
+
+        story = "https://fics.example/works/1/slow"
+        shouted = "HTTP://FICS.example/works/1/slow/"  # the same story
+        broken = "https://fics.example/works/2/missing"
+        replies = {
+            "ada asks for a slow story": ask(story, "ada"),
+            "grace asks for it with tracking": ask(story + "?utm_source=chat", "grace"),
+            "flaky-linus asks for it over http": ask(shouted, "flaky-linus"),
+            "ada asks for a broken link": ask(broken, "ada"),
+            "grace asks for a flaky one": ask("https://fics.example/works/3/flaky", "grace"),
+            "edsger asks for nonsense": ask("ftp://nowhere", "edsger"),
+        }
+
+        def all_told() -> bool:
+            inbox = http.get("/users/flaky-linus/messages").json()["messages"]
+            return (
+                len(inbox) == 1 and len(http.get("/users/grace/messages").json()["messages"]) == 2
+            )
+
+        deadline = time.monotonic() + 30
+        while not all_told() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        replies["edsger asks for the story later"] = ask(story, "edsger")
+        replies["ada asks for the broken link again"] = ask(broken, "ada")
+        replies["ada asks to retry it"] = ask(broken, "ada", retry=True)
+        inboxes = {
+            user: [m["text"] for m in http.get(f"/users/{user}/messages").json()["messages"]]
+            for user in ("ada", "grace", "flaky-linus", "edsger")
+        }
+    report({"replies": replies, "messages": inboxes, "stats": bot.q.stats("fetches")}, args.json)
+    bot.close()
     return 0
 
 

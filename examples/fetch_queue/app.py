@@ -1,66 +1,245 @@
-"""A chat bot's fetch queue: one job per URL however many people ask, every asker told
-when it finishes, results cached for a while, errors reported with a way to retry.
+"""A chat bot's fetch queue: one fetch per story URL however many people ask, every
+asker told once when it ends, results cached for a while, errors reported with a way to
+ask again.
 
-The fan-fiction site is a stand-in: a dictionary of pages, slow to answer, with a broken
-link among them."""
+``POST /fetch {url, user}`` answers at once with the job's state in the bot's words:
+``queued``, ``in_progress`` (the user is subscribed to the running job), ``done`` (the
+cached result) or ``error`` (``{"retry": true}`` asks again). A worker fetches; when the
+job ends, conveyor's dispatcher hands every subscriber to ``deliver``, which sends the
+direct message (here: a row in ``messages``, what ``GET /users/{user}/messages`` shows).
+A delivery that fails is offered again after a back-off, never dropped.
+
+The fan-fiction site is a stand-in whose answer the URL decides: a path ending in
+``/missing`` is a 404 (fails for good), ``/flaky`` times out once then answers, ``/slow``
+takes a while. The chat platform is one too: a user whose name starts with ``flaky``
+cannot be messaged the first time."""
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
-from collections import Counter
-from datetime import timedelta
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any
+from urllib.parse import urlsplit
+
+from fastapi import FastAPI, Path, Query, Response
+from pydantic import BaseModel, Field
 
 import conveyor
-from conveyor.notify import CallbackNotifier
+from conveyor.notify import CallbackNotifier, Redelivery
+from examples._common import first_line
+from examples._db import AppDatabase
+from examples._web import ApiError, Workers, install_errors
+from examples.fetch_queue.urls import MAX_URL, InvalidUrl, normalise
 
-QUEUE = "fics"
-CACHE_TTL = timedelta(hours=6)
-SITE = {
-    "https://fics.example/works/1": {"title": "The Long Way Round", "words": 81_233},
-    "https://fics.example/works/2": {"title": "Small Hours", "words": 4_021},
+QUEUE = "fetches"
+TASK = "fetch_queue.fetch"
+MAX_USER = 100
+
+TABLES = {
+    "sqlite": """
+CREATE TABLE IF NOT EXISTS messages (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    user_id     TEXT NOT NULL,
+    job_id      INTEGER NOT NULL,
+    finished_at TEXT NOT NULL,
+    url         TEXT NOT NULL,
+    status      TEXT NOT NULL,
+    text        TEXT NOT NULL,
+    sent_at     TEXT NOT NULL,
+    UNIQUE (user_id, job_id, finished_at)
+)""",
+    "postgresql": """
+CREATE TABLE IF NOT EXISTS messages (
+    id          BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    user_id     TEXT NOT NULL,
+    job_id      BIGINT NOT NULL,
+    finished_at TEXT NOT NULL,
+    url         TEXT NOT NULL,
+    status      TEXT NOT NULL,
+    text        TEXT NOT NULL,
+    sent_at     TEXT NOT NULL,
+    UNIQUE (user_id, job_id, finished_at)
+)""",
 }
-fetches: Counter[str] = Counter()  # how often the site was really asked, per URL
-inbox: list[tuple[str, str]] = []  # (user, message) the bot sent
-_lock = threading.Lock()
 
 
-def deliver(job: conveyor.Job, user: str) -> None:
-    """The notifier: in the real bot, a direct message on the chat platform."""
+@dataclass(frozen=True)
+class Settings:
+    cache_ttl: float = 6 * 3600.0  # how long a fetched result answers later requests
+    retry_delay: float = 2.0  # the first back-off of a failed fetch (then doubling)
+    max_attempts: int = 3
+    slow_seconds: float = 2.0  # how long a /slow page takes
+    redelivery_delay: float = 5.0  # the first back-off of a failed direct message
+
+
+class Site:
+    """The stand-in fan-fiction site."""
+
+    def __init__(self, slow_seconds: float) -> None:
+        self.slow_seconds = slow_seconds
+
+    def fetch(self, url: str, attempt: int) -> dict[str, Any]:
+        path = urlsplit(url).path
+        if path.endswith("/missing"):
+            raise conveyor.Terminal("the site answered 404 Not Found")
+        if path.endswith("/flaky") and attempt == 1:
+            raise conveyor.Retry("the site timed out")
+        if path.endswith("/slow"):
+            time.sleep(self.slow_seconds)
+        digest = int(hashlib.sha256(url.encode()).hexdigest(), 16)
+        name = path.rsplit("/", 1)[-1] or "untitled"
+        return {
+            "url": url,
+            "title": f"Story {name}",
+            "author": f"author{digest % 1000}",
+            "words": 1000 + digest % 200_000,
+        }
+
+
+class Chat:
+    """The stand-in chat platform: a direct message is a row in ``messages``."""
+
+    def __init__(self, db: AppDatabase) -> None:
+        self.db = db
+        self._tried: set[tuple[int, str, str]] = set()
+        self._lock = threading.Lock()
+
+    def deliver(self, job: conveyor.Job, user: str) -> None:
+        finished = job.finished_at.isoformat() if job.finished_at else ""
+        if user.startswith("flaky"):
+            with self._lock:
+                first = (job.id, finished, user) not in self._tried
+                self._tried.add((job.id, finished, user))
+            if first:
+                raise ConnectionError(f"cannot open a direct message to {user} right now")
+        url = job.payload["url"]
+        if job.status == conveyor.Status.COMPLETED:
+            status, text = "done", f"{job.result['title']} by {job.result['author']}"
+        else:
+            status, text = "error", f"could not fetch {url}: {first_line(job.error) or job.status}"
+        with self.db.transaction() as tx:
+            # Unique per finish of the job: a delivery offered twice is sent once.
+            tx.execute(
+                "INSERT INTO messages (user_id, job_id, finished_at, url, status, text, sent_at)"
+                " VALUES (:user, :job, :finished, :url, :status, :text, :now)"
+                " ON CONFLICT (user_id, job_id, finished_at) DO NOTHING",
+                {"user": user, "job": job.id, "finished": finished, "url": url,
+                 "status": status, "text": text, "now": datetime.now(UTC).isoformat()},
+            )  # fmt: skip
+
+    def messages(self, user: str, limit: int) -> list[dict[str, Any]]:
+        with self.db.transaction(write=False) as tx:
+            rows = tx.all(
+                "SELECT job_id, url, status, text, sent_at FROM messages"
+                " WHERE user_id = :user ORDER BY id LIMIT :limit",
+                {"user": user, "limit": limit},
+            )
+        return rows
+
+
+class FetchBot:
+    """The queue, the site, the chat, and what the bot answers."""
+
+    def __init__(self, url: str, settings: Settings | None = None) -> None:
+        self.settings = settings or Settings()
+        self.q = conveyor.connect(url)
+        self.db = AppDatabase(url)
+        self.db.create(sqlite=TABLES["sqlite"], postgresql=TABLES["postgresql"])
+        self.site = Site(self.settings.slow_seconds)
+        self.chat = Chat(self.db)
+        redelivery = Redelivery(base=self.settings.redelivery_delay)
+        self.app = conveyor.App(
+            self.q, notifier=CallbackNotifier(self.chat.deliver, redelivery=redelivery)
+        )
+
+        @self.app.task(
+            name=TASK,
+            queue=QUEUE,
+            max_attempts=self.settings.max_attempts,
+            backoff=conveyor.Backoff(base=self.settings.retry_delay, jitter=0),
+            timeout=60,
+        )
+        def fetch(ctx: conveyor.Context, url: str) -> dict[str, Any]:
+            return self.site.fetch(url, ctx.attempt)
+
+    def close(self) -> None:
+        self.db.close()
+        self.q.close()
+
+    def request(self, url: str, user: str, *, retry: bool = False) -> dict[str, Any]:
+        """What the bot answers the moment someone asks for a URL."""
+        try:
+            key = normalise(url)
+        except InvalidUrl as exc:
+            raise ApiError(422, str(exc), code="invalid_url") from None
+        job = self.q.enqueue(
+            TASK,
+            {"url": key},
+            queue=QUEUE,
+            key=key,
+            subscriber=user,
+            cache_ttl=timedelta(seconds=self.settings.cache_ttl),
+            on_failed="retry" if retry else "return",
+        )
+        return answer(job)
+
+
+def answer(job: conveyor.Job) -> dict[str, Any]:
+    out: dict[str, Any] = {"job_id": job.id, "url": job.payload["url"]}
+    if job.status == conveyor.Status.PENDING:
+        again = "retrying it" if job.deduplicated and job.attempts else "queued"
+        return out | {"status": "queued", "message": f"{again}; you will be told when it is done"}
+    if job.status == conveyor.Status.RUNNING:
+        message = "already being fetched; you will be told when it is done"
+        return out | {"status": "in_progress", "message": message}
     if job.status == conveyor.Status.COMPLETED:
-        message = f"{job.result['title']} ({job.result['words']} words)"
-    else:
-        message = f"could not fetch {job.payload['url']}: {job.error}"
-    with _lock:
-        inbox.append((user, message))
+        return out | {"status": "done", "message": "fetched earlier", "result": job.result}
+    return out | {
+        "status": "error",
+        "error": first_line(job.error) or f"the fetch was {job.status}",
+        "message": 'fetching failed; send {"retry": true} to try again',
+    }
 
 
-app = conveyor.App(notifier=CallbackNotifier(deliver))
+class FetchRequest(BaseModel):
+    url: str = Field(min_length=1, max_length=MAX_URL)
+    user: str = Field(min_length=1, max_length=MAX_USER, pattern=r"^[^\x00-\x1f\x7f]+$")
+    retry: bool = False
 
 
-@app.task(name="fics.fetch", queue=QUEUE, max_attempts=2, timeout=30)
-def fetch(ctx: conveyor.Context, url: str) -> dict[str, object]:
-    with _lock:
-        fetches[url] += 1
-    time.sleep(0.2)  # the site is slow: this is why requests pile up on one job
-    page = SITE.get(url)
-    if page is None:
-        raise conveyor.Terminal("the site answered 404")
-    return page
+User = Annotated[str, Path(min_length=1, max_length=MAX_USER)]
 
 
-def request(url: str, user: str, *, retry_failed: bool = False) -> str:
-    """What the bot answers the moment someone asks for a URL."""
-    job = fetch.using(
-        key=url,
-        subscriber=user,
-        cache_ttl=CACHE_TTL,
-        on_failed="retry" if retry_failed else "return",
-    ).enqueue(url=url)
-    if job.status == conveyor.Status.COMPLETED:
-        return f"cached: {job.result['title']}"
-    if job.status == conveyor.Status.FAILED:
-        return f"failed earlier ({job.error}); ask again with retry"
-    if job.deduplicated:
-        return f"already fetching (job {job.id}); you will be told when it is done"
-    return f"fetching (job {job.id}); you will be told when it is done"
+def create_api(bot: FetchBot, *, workers: int = 2) -> FastAPI:
+    runner = Workers(bot.app, concurrency=workers, lease=30)
+
+    @asynccontextmanager
+    async def lifespan(api: FastAPI) -> AsyncIterator[None]:
+        runner.start()
+        yield
+        runner.stop()
+
+    api = FastAPI(title="fetch queue", lifespan=lifespan)
+    install_errors(api)
+
+    @api.post("/fetch")
+    def fetch(body: FetchRequest, response: Response) -> dict[str, Any]:
+        reply = bot.request(body.url, body.user, retry=body.retry)
+        if reply["status"] in ("queued", "in_progress"):
+            response.status_code = 202
+        return reply
+
+    @api.get("/users/{user}/messages")
+    def messages(user: User, limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> dict[str, Any]:
+        return {"user": user, "messages": bot.chat.messages(user, limit)}
+
+    @api.get("/healthz", include_in_schema=False)
+    def healthz() -> Response:
+        return Response("ok", media_type="text/plain")
+
+    return api

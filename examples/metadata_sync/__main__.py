@@ -1,91 +1,126 @@
-"""A library of 1,000 books, three sync clients over HTTP, one of which crashes, and an
-admin who resets its claim."""
+"""``python -m examples.metadata_sync [serve | client]``.
+
+serve   the API (the sync clients are its workers: it runs none of its own)
+client  a sync client: process batches until no book is left
+(none)  the scripted demo: 1,000 books, a client that crashes holding a batch, an admin
+        who resets its claim, three clients at once, and a cleanup
+"""
 
 from __future__ import annotations
 
-import socket
+import argparse
+import json
 import sys
 import tempfile
 import threading
-import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import httpx
-import uvicorn
 
-from conveyor.client import RemoteQueue
-from examples._common import parser, report
-from examples.metadata_sync.app import QUEUE, Library, web_app
+from examples._common import report
+from examples._web import add_serve_options, background_server, serve
+from examples.metadata_sync.app import Library, create_api
 from examples.metadata_sync.client import run_client
-
-TOKENS = {"admin-token": "admin", "client-token": "worker"}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = parser("metadata_sync", "Batch-claiming sync clients with admin resets, over HTTP.")
-    p.add_argument("--books", type=int, default=1000)
-    p.add_argument("--file", help="the library's SQLite file (default: a temporary one)")
-    args = p.parse_args(argv)
-    folder = tempfile.mkdtemp()
-    library = Library(args.file or str(Path(folder) / "library.db"))
-    for n in range(args.books):
-        library.add_book(f"Book {n}")
-    rolled_back = library.add_book("Never Saved", fail_after_insert=True)
-
-    port = _free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(web_app(library, TOKENS), host="127.0.0.1", port=port, log_level="warning")
+    parser = argparse.ArgumentParser(prog="python -m examples.metadata_sync", description=__doc__)
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    commands = parser.add_subparsers(dest="command")
+    serving = commands.add_parser("serve", help="serve the API")
+    add_serve_options(serving, "metadata_sync", workers=0)
+    serving.add_argument(
+        "--claim-lease-minutes",
+        type=float,
+        default=24 * 60,
+        help="an unacknowledged batch returns to the queue after this long (default 1 day)",
     )
-    threading.Thread(target=server.run, daemon=True).start()
-    while not server.started:
-        time.sleep(0.02)
-    url = f"http://127.0.0.1:{port}"
+    client = commands.add_parser("client", help="run a sync client")
+    client.add_argument("--url", required=True, help="the server, as http://host:port")
+    client.add_argument("--token", help="the server's bearer token")
+    client.add_argument("--state", type=Path, help="where to keep the batch across restarts")
+    client.add_argument("--delay", type=float, default=0.0, help="seconds per catalogue lookup")
+    demo = commands.add_parser("demo", help="the scripted demo (the default)")
+    for p in (parser, demo):
+        p.add_argument("--db", help="database URL (default: a temporary SQLite file)")
+        p.add_argument("--books", type=int, default=1000)
+        p.add_argument("--json", action="store_true", help="print the summary as one JSON line")
+    args = parser.parse_args(argv)
+    if args.command == "serve":
+        from datetime import timedelta
 
-    lookups: Counter[int] = Counter()
-    crashed = run_client(url, "client-token", "laptop", lookups, stop_after=1)
-    with RemoteQueue(f"{url}/queue", "admin-token") as admin:
-        stuck = admin.stats(QUEUE).running
-        reset = admin.release(crashed) if crashed else 0  # DELETE /api/claims/{claim_id}
-        older = admin.reset_claims(60 * 60)  # POST /api/claims/reset?older_than_minutes=60
-    clients = [
-        threading.Thread(target=run_client, args=(url, "client-token", f"host-{i}", lookups))
-        for i in range(3)
-    ]
-    for t in clients:
-        t.start()
-    for t in clients:
-        t.join()
-    cleanup = httpx.post(f"{url}/admin/cleanup").json()
-    with RemoteQueue(f"{url}/queue", "admin-token") as admin:
-        stats = admin.stats(QUEUE)
-        denied = httpx.post(
-            f"{url}/queue/api/claims/reset?older_than_minutes=1",
-            headers={"Authorization": "Bearer client-token"},
-        ).status_code
-    server.should_exit = True
+        library = Library(args.db, claim_lease=timedelta(minutes=args.claim_lease_minutes))
+        try:
+            return serve(create_api(library), args)
+        finally:
+            library.close()
+    if args.command == "client":
+        counts = run_client(
+            args.url,
+            token=args.token,
+            state_file=args.state,
+            delay=args.delay,
+            on_book=lambda b: print(json.dumps(b), flush=True),
+        )
+        print(json.dumps({"done": counts}), flush=True)
+        return 0
+    return run_demo(args)
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    url = args.db or f"sqlite:///{Path(tempfile.mkdtemp()) / 'library.db'}"
+    library = Library(url)
+    for n in range(args.books):
+        library.add_book(f"Book {n}" if n % 97 else f"Unknown Book {n}")
+    with background_server(create_api(library)) as base:
+        looked_up: Counter[str] = Counter()
+
+        def count(book: dict[str, Any]) -> None:
+            looked_up[book["book"]] += 1
+
+        # A client takes a batch and dies without acknowledging it: 100 books are stuck.
+        run_client(base, stop_after_batches=0)
+        first = httpx.get(f"{base}/api/missing/hardcover").json()  # ... and another one
+        stuck = len(first["books"])
+        released = httpx.delete(f"{base}/api/admin/hardcover-queue/claims/{first['processingId']}")
+        reset_old = httpx.post(f"{base}/api/admin/hardcover-queue/reset", params={"olderThan": 0})
+        clients = [
+            threading.Thread(target=run_client, args=(base,), kwargs={"on_book": count})
+            for _ in range(3)
+        ]
+        for t in clients:
+            t.start()
+        for t in clients:
+            t.join()
+        added = httpx.post(f"{base}/api/books", json={"title": "A Late Arrival"}).json()
+        late = httpx.get(f"{base}/api/missing/hardcover").json()
+        httpx.patch(f"{base}/api/books/{added['id']}", json={"hardcoverId": "hc-late"})
+        after_patch = httpx.get(
+            f"{base}/api/missing/hardcover", params={"previousProcessingId": late["processingId"]}
+        ).json()
+        cleanup = httpx.post(f"{base}/api/admin/hardcover-queue/cleanup").json()
+    stats = library.q.stats("hardcover")
+    with library.db.transaction(write=False) as tx:
+        missing = tx.one("SELECT count(*) AS n FROM books WHERE hardcover_id IS NULL")
     report(
         {
             "books": args.books,
-            "rolled_back_insert_queued": rolled_back is not None,
-            "stuck_after_crash": stuck,
-            "reset_by_claim_id": reset,
-            "reset_older_than_60min": older,
-            "books_without_external_id": library.missing(),
-            "looked_up_more_than_once": sum(1 for n in lookups.values() if n > 1),
+            "stuck_in_a_crashed_claim": stuck,
+            "reset_by_processing_id": released.json()["resetCount"],
+            "reset_older_than_0_min": reset_old.json()["resetCount"],
+            "books_looked_up": len(looked_up),
+            "looked_up_twice": sum(1 for n in looked_up.values() if n > 1),
+            "without_a_match": missing["n"] if missing else None,
+            "late_book_claimed": [b["title"] for b in late["books"]],
+            "remaining_after_it_got_its_id": after_patch["remainingUnclaimed"],
             "cleanup": cleanup,
             "queue": stats,
-            "client_may_reset_claims": denied != 403,
         },
         args.json,
     )
-    library.q.close()
+    library.close()
     return 0
 
 

@@ -1,101 +1,251 @@
-"""Metadata sync: books get their external catalogue id from CLI clients on several
-machines.
+"""Metadata sync: books get their Hardcover id from CLI clients on several machines.
 
-The application owns a ``books`` table. A book enters the queue in the same transaction
-that inserts it, and leaves it when it gets its external id. Clients talk HTTP only:
-they claim batches of up to 100, acknowledge the previous batch with the next request,
-and see how many remain unclaimed; admins reset claims older than N minutes, or one
-claim by id. conveyor's API is mounted inside the application's own ASGI app."""
+The application owns a ``books`` table. A book without a ``hardcoverId`` is a job in the
+``hardcover`` queue, keyed by the book's id: it enters the queue in the transaction that
+inserts the book, and leaves it (completed) in the transaction that gives the book its
+id, whatever the job's state. Clients ask ``GET /api/missing/hardcover`` for up to 100
+books; the answer's ``processingId`` is a conveyor claim id, and sending it back as
+``previousProcessingId`` with the next request acknowledges that batch (the claim's jobs
+complete in the transaction that claims the next batch). Admins reset claims older than
+N minutes or one claim by id, and clean up queue entries of books that have their id."""
 
 from __future__ import annotations
 
-import sqlite3
-from typing import Any
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any
 
-from fastapi import FastAPI, HTTPException
+from fastapi import Body, FastAPI, Path, Query, Response
+from pydantic import BaseModel, Field
 
 import conveyor
-from conveyor.web import create_app
+from examples._db import AppDatabase, Tx
+from examples._web import ApiError, install_errors
 
-QUEUE = "catalogue"
-TASK = "catalogue.lookup"
+QUEUE = "hardcover"
+TASK = "hardcover.sync"
+BATCH = 100
+# A claim nobody acknowledges is held until an admin resets it; after this long its
+# lease runs out and the books go back to the queue on their own (a safety net).
+DEFAULT_CLAIM_LEASE = timedelta(days=1)
+MAX_TITLE = 500
+MAX_ID = 200
+
+TABLES = """
+CREATE TABLE IF NOT EXISTS books (
+    id           TEXT PRIMARY KEY,
+    title        TEXT NOT NULL,
+    hardcover_id TEXT,
+    created_at   TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS books_missing ON books (created_at, id) WHERE hardcover_id IS NULL
+"""
 
 
-def book_key(book_id: int) -> str:
-    return f"book-{book_id}"
+def book_out(row: dict[str, Any]) -> dict[str, Any]:
+    """A book in the API's format."""
+    return {
+        "id": row["id"],
+        "title": row["title"],
+        "hardcoverId": row["hardcover_id"],
+        "createdAt": row["created_at"],
+    }
 
 
 class Library:
-    """The application's data: a SQLite file that also holds the queue."""
+    """The books and their queue, in one database."""
 
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.q = conveyor.connect(f"sqlite:///{path}")
-        with self._db() as db:
-            db.execute(
-                "CREATE TABLE IF NOT EXISTS books ("
-                " id INTEGER PRIMARY KEY, title TEXT NOT NULL, external_id TEXT)"
-            )
+    def __init__(self, url: str, *, claim_lease: timedelta = DEFAULT_CLAIM_LEASE) -> None:
+        self.q = conveyor.connect(url)  # first: it creates the schema on PostgreSQL
+        self.db = AppDatabase(url)
+        self.db.create(sqlite=TABLES, postgresql=TABLES)
+        self.claim_lease = claim_lease
 
-    def _db(self) -> sqlite3.Connection:
-        return sqlite3.connect(self.path, timeout=30)
+    def close(self) -> None:
+        self.db.close()
+        self.q.close()
 
-    def add_book(self, title: str, *, fail_after_insert: bool = False) -> int | None:
+    # -- books --------------------------------------------------------------------------
+    def add_book(self, title: str) -> dict[str, Any]:
         """Insert a book and queue it, atomically: both or neither."""
-        db = self._db()
-        try:
-            with db:  # commits, or rolls back on error
-                book_id = db.execute("INSERT INTO books (title) VALUES (?)", (title,)).lastrowid
-                assert book_id is not None
-                self.q.enqueue(
-                    TASK, {"book_id": book_id, "title": title}, queue=QUEUE,
-                    key=book_key(book_id), conn=db,
-                )  # fmt: skip
-                if fail_after_insert:
-                    raise RuntimeError("the application failed after inserting")
-            return book_id
-        except RuntimeError:
-            return None
-        finally:
-            db.close()
-
-    def set_external_id(self, book_id: int, external_id: str) -> None:
-        """The book has its id: store it, and the book leaves the queue."""
-        with self._db() as db:
-            changed = db.execute(
-                "UPDATE books SET external_id = ? WHERE id = ?", (external_id, book_id)
-            ).rowcount
-        if not changed:
-            raise KeyError(book_id)
-        self.q.complete_by_key(book_key(book_id), queue=QUEUE, result={"external_id": external_id})
-
-    def missing(self) -> int:
-        with self._db() as db:
-            return int(
-                db.execute("SELECT count(*) FROM books WHERE external_id IS NULL").fetchone()[0]
+        book_id = str(uuid.uuid4())
+        now = datetime.now(UTC).isoformat()
+        with self.db.transaction() as tx:
+            tx.execute(
+                "INSERT INTO books (id, title, created_at) VALUES (:id, :title, :now)",
+                {"id": book_id, "title": title, "now": now},
             )
+            self._enqueue(tx, book_id)
+        return {"id": book_id, "title": title, "hardcoverId": None, "createdAt": now}
+
+    def get_book(self, book_id: str) -> dict[str, Any] | None:
+        with self.db.transaction(write=False) as tx:
+            row = tx.one("SELECT * FROM books WHERE id = :id", {"id": book_id})
+        return None if row is None else book_out(row)
+
+    def set_hardcover_id(self, book_id: str, hardcover_id: str | None) -> dict[str, Any] | None:
+        """Store the book's id; with one, it leaves the queue whatever its state (in the
+        same transaction); cleared, it joins the queue again."""
+        with self.db.transaction() as tx:
+            row = tx.one(
+                "UPDATE books SET hardcover_id = :hc WHERE id = :id RETURNING *",
+                {"id": book_id, "hc": hardcover_id},
+            )
+            if row is None:
+                return None
+            if hardcover_id is None:
+                self._enqueue(tx, book_id)
+            else:
+                self.q.complete_by_key(
+                    book_id, queue=QUEUE, include_failed=True,
+                    result={"hardcoverId": hardcover_id}, conn=tx.conn,
+                )  # fmt: skip
+        return book_out(row)
+
+    def _enqueue(self, tx: Tx, book_id: str) -> None:
+        self.q.enqueue(TASK, {"bookId": book_id}, queue=QUEUE, key=book_id, conn=tx.conn)
+
+    def fill_queue(self, *, chunk: int = 500) -> int:
+        """Start-up: every book without a ``hardcoverId`` gets a job (a book already
+        queued keeps its job: the key dedupes). Returns how many books were new to it."""
+        lock = " FOR UPDATE" if self.db.dialect == "postgresql" else ""
+        after = ("", "")
+        added = 0
+        while True:
+            with self.db.transaction() as tx:
+                # Locked until the jobs commit, so a book given its id meanwhile waits
+                # and then completes the job it finds.
+                rows = tx.all(
+                    "SELECT id, created_at FROM books WHERE hardcover_id IS NULL"
+                    " AND (created_at > :at OR (created_at = :at AND id > :id))"
+                    f" ORDER BY created_at, id LIMIT :n{lock}",
+                    {"at": after[0], "id": after[1], "n": chunk},
+                )
+                if not rows:
+                    return added
+                jobs = self.q.enqueue_many(
+                    [{"task": TASK, "payload": {"bookId": r["id"]}, "key": r["id"]} for r in rows],
+                    queue=QUEUE,
+                    conn=tx.conn,
+                )
+            added += sum(not j.deduplicated for j in jobs)
+            after = (rows[-1]["created_at"], rows[-1]["id"])
+
+    # -- the sync clients' batches ------------------------------------------------------
+    def missing(self, previous: str | None) -> dict[str, Any]:
+        """Acknowledge the previous batch (if any) and claim the next 100 books."""
+        claim = self.q.claim(QUEUE, limit=BATCH, lease=self.claim_lease, ack=previous)
+        ids = [job.key for job in claim.jobs if job.key is not None]
+        books: list[dict[str, Any]] = []
+        if ids:
+            names = {f"b{n}": book_id for n, book_id in enumerate(ids)}
+            with self.db.transaction(write=False) as tx:
+                rows = tx.all(
+                    f"SELECT * FROM books WHERE id IN ({', '.join(':' + n for n in names)})",
+                    names,
+                )
+            by_id = {r["id"]: r for r in rows}
+            books = [book_out(by_id[i]) for i in ids if i in by_id]
+        return {"books": books, "processingId": claim.id, "remainingUnclaimed": claim.remaining}
+
+    # -- admin ----------------------------------------------------------------------------
+    def reset(self, older_than: timedelta) -> int:
+        return self.q.reset_claims(older_than, queue=QUEUE)
+
+    def release(self, processing_id: str) -> int:
+        return self.q.release(processing_id, queue=QUEUE)
 
     def cleanup(self) -> int:
-        """Admin: complete queue entries whose book already has its id (work done elsewhere)."""
-        with self._db() as db:
-            done = [r[0] for r in db.execute("SELECT id FROM books WHERE external_id IS NOT NULL")]
-        return sum(self.q.complete_by_key(book_key(b), queue=QUEUE) for b in done)
+        """Complete the queued jobs of books that have their id (set by other means than
+        this API, which completes them itself)."""
+        removed = 0
+        for status in ("pending", "running"):
+            after: int | None = None
+            while page := self.q.jobs(queue=QUEUE, status=status, limit=500, after=after):
+                after = page[-1].id
+                keys = {f"b{n}": j.key for n, j in enumerate(page) if j.key is not None}
+                if not keys:
+                    continue
+                with self.db.transaction(write=False) as tx:
+                    done = tx.all(
+                        "SELECT id, hardcover_id FROM books WHERE hardcover_id IS NOT NULL"
+                        f" AND id IN ({', '.join(':' + n for n in keys)})",
+                        keys,
+                    )
+                for row in done:
+                    removed += self.q.complete_by_key(
+                        row["id"], queue=QUEUE, include_failed=True,
+                        result={"hardcoverId": row["hardcover_id"]},
+                    )  # fmt: skip
+        return removed
 
 
-def web_app(library: Library, tokens: dict[str, str]) -> FastAPI:
-    api = FastAPI(title="library")
+# -- the HTTP API -------------------------------------------------------------------------
+class NewBook(BaseModel):
+    title: str = Field(min_length=1, max_length=MAX_TITLE)
 
-    @api.put("/books/{book_id}/external-id")
-    def put_external_id(book_id: int, body: dict[str, Any]) -> dict[str, Any]:
-        try:
-            library.set_external_id(book_id, str(body["external_id"]))
-        except KeyError:
-            raise HTTPException(404, f"no book {book_id}") from None
-        return {"book_id": book_id, "external_id": body["external_id"]}
 
-    @api.post("/admin/cleanup")
+class BookPatch(BaseModel):
+    hardcoverId: str | None = Field(min_length=1, max_length=MAX_ID)
+
+
+BookId = Annotated[str, Path(min_length=1, max_length=MAX_ID)]
+
+
+def create_api(library: Library) -> FastAPI:
+    @asynccontextmanager
+    async def lifespan(api: FastAPI) -> AsyncIterator[None]:
+        library.fill_queue()
+        yield
+
+    api = FastAPI(title="metadata sync", lifespan=lifespan)
+    install_errors(api)
+
+    @api.post("/api/books", status_code=201)
+    def add_book(body: NewBook) -> dict[str, Any]:
+        title = body.title.strip()
+        if not title:
+            raise ApiError(422, "title: expected some text")
+        return library.add_book(title)
+
+    @api.get("/api/books/{book_id}")
+    def get_book(book_id: BookId) -> dict[str, Any]:
+        book = library.get_book(book_id)
+        if book is None:
+            raise ApiError(404, f"no book {book_id!r}")
+        return book
+
+    @api.patch("/api/books/{book_id}")
+    def patch_book(book_id: BookId, body: Annotated[BookPatch, Body()]) -> dict[str, Any]:
+        book = library.set_hardcover_id(book_id, body.hardcoverId)
+        if book is None:
+            raise ApiError(404, f"no book {book_id!r}")
+        return book
+
+    @api.get("/api/missing/hardcover")
+    def missing(
+        previousProcessingId: Annotated[str | None, Query(max_length=MAX_ID)] = None,
+    ) -> dict[str, Any]:
+        return library.missing(previousProcessingId or None)
+
+    @api.post("/api/admin/hardcover-queue/reset")
+    def reset(
+        olderThan: Annotated[float, Query(ge=0, le=10 * 365 * 24 * 60)],
+    ) -> dict[str, int]:
+        return {"resetCount": library.reset(timedelta(minutes=olderThan))}
+
+    @api.delete("/api/admin/hardcover-queue/claims/{processing_id}")
+    def release(processing_id: Annotated[str, Path(max_length=MAX_ID)]) -> dict[str, int]:
+        return {"resetCount": library.release(processing_id)}
+
+    @api.post("/api/admin/hardcover-queue/cleanup")
     def cleanup() -> dict[str, int]:
-        return {"removed_count": library.cleanup()}
+        return {"removedCount": library.cleanup()}
 
-    api.mount("/queue", create_app(library.q, tokens=tokens))
+    @api.get("/healthz", include_in_schema=False)
+    def healthz() -> Response:
+        return Response("ok", media_type="text/plain")
+
     return api

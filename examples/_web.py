@@ -1,0 +1,212 @@
+"""What the examples' web services share: one error shape, their workers in the same
+process, and ``serve`` (uvicorn on loopback, or behind a bearer token)."""
+
+from __future__ import annotations
+
+import argparse
+import hmac
+import ipaddress
+import logging
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+import conveyor
+
+log = logging.getLogger("examples")
+
+_STATUS_OF: dict[type[conveyor.ConveyorError], int] = {
+    conveyor.JobNotFound: 404,
+    conveyor.DuplicateJob: 409,
+    conveyor.InvalidTransition: 409,
+    conveyor.StaleClaim: 409,
+    conveyor.InvalidArgument: 422,
+    conveyor.DatabaseError: 503,
+}
+_CODES = {
+    400: "bad_request",
+    401: "unauthorized",
+    404: "not_found",
+    405: "method_not_allowed",
+    409: "conflict",
+    413: "payload_too_large",
+    422: "validation_error",
+}
+
+
+class ApiError(Exception):
+    """A refusal with its HTTP status: ``{"error": {"code", "message"}}``."""
+
+    def __init__(self, status: int, message: str, *, code: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code or _CODES.get(status, "error")
+        self.message = message
+
+
+def error(status: int, code: str, message: str) -> JSONResponse:
+    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
+
+
+def install_errors(api: FastAPI) -> None:
+    """Every refusal as ``{"error": {"code", "message"}}``; never a traceback."""
+
+    async def api_error(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, ApiError)
+        return error(exc.status, exc.code, exc.message)
+
+    async def http_error(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, HTTPException)
+        status = exc.status_code
+        message = str(exc.detail)
+        if status == 404 and message == "Not Found":
+            message = f"no route matches {request.method} {request.url.path}"
+        return error(status, _CODES.get(status, "http_error"), message)
+
+    async def invalid(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, RequestValidationError)
+        problems = list(exc.errors())
+        if any(p.get("type") == "json_invalid" for p in problems):
+            return error(400, "malformed_json", "request body: expected a JSON object")
+        parts = []
+        for problem in problems[:5]:
+            where = ".".join(str(p) for p in problem.get("loc", ()) if p != "body") or "body"
+            parts.append(f"{where}: {problem.get('msg', 'invalid')}")
+        return error(422, "validation_error", "; ".join(parts) or "invalid request")
+
+    async def conveyor_error(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, conveyor.ConveyorError)
+        status = next((s for cls, s in _STATUS_OF.items() if isinstance(exc, cls)), 500)
+        if status >= 500:
+            log.warning("%s on %s %s: %s", type(exc).__name__, request.method, request.url, exc)
+            return error(503, "unavailable", "the database is unavailable; try again later")
+        return error(status, exc.code, exc.message)
+
+    async def internal(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+        return error(500, "internal_error", "the server failed; see its log")
+
+    api.add_exception_handler(ApiError, api_error)
+    api.add_exception_handler(HTTPException, http_error)
+    api.add_exception_handler(RequestValidationError, invalid)
+    api.add_exception_handler(conveyor.ConveyorError, conveyor_error)
+    api.add_exception_handler(Exception, internal)
+
+
+class Workers:
+    """The application's conveyor workers, on a thread of the web server's process.
+    ``concurrency`` 0: none (another process works the queue)."""
+
+    def __init__(self, app: conveyor.App, *, concurrency: int, **options: Any) -> None:
+        self.app = app
+        self.concurrency = concurrency
+        self.options = options
+        self._worker: conveyor.Worker | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        if self.concurrency <= 0:
+            return
+        self._worker = self.app.worker(
+            concurrency=self.concurrency, install_signals=False, **self.options
+        )
+        self._thread = threading.Thread(target=self._worker.run, name="workers", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 30.0) -> None:
+        if self._worker is not None and self._thread is not None:
+            self._worker.stop()
+            self._thread.join(timeout)
+
+
+def add_serve_options(parser: argparse.ArgumentParser, name: str, *, workers: int = 2) -> None:
+    parser.add_argument(
+        "--db", default=f"sqlite:///{name}.db", help=f"database URL (default sqlite:///{name}.db)"
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    parser.add_argument("--port", type=int, default=8000, help="port to listen on")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=workers,
+        help=f"tasks run at once in this process (default {workers}; 0: none)",
+    )
+    parser.add_argument(
+        "--token", help="require 'Authorization: Bearer TOKEN' (needed off loopback)"
+    )
+
+
+def serve(api: FastAPI, args: argparse.Namespace) -> int:
+    """Serve ``api`` with uvicorn until SIGINT/SIGTERM (its lifespan stops the workers)."""
+    import uvicorn
+
+    if not args.token and not _loopback(args.host):
+        print(
+            f"error: refusing to listen on {args.host} without --token: anyone who can reach "
+            "it could use every endpoint",
+            flush=True,
+        )
+        return 2
+    if args.workers < 0:
+        print("error: --workers: expected 0 or more", flush=True)
+        return 2
+    app: ASGIApp = BearerToken(api, args.token) if args.token else api
+    uvicorn.run(app, host=args.host, port=args.port, log_level="info")
+    return 0
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class BearerToken:
+    """Refuse every request without ``Authorization: Bearer <token>``."""
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app = app
+        self.expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            given = dict(scope.get("headers", [])).get(b"authorization", b"")
+            if not hmac.compare_digest(given, self.expected):
+                response = error(401, "unauthorized", "send Authorization: Bearer <token>")
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+@contextmanager
+def background_server(app: ASGIApp) -> Iterator[str]:
+    """Serve ``app`` on a free loopback port from a thread (the demos); yields its URL.
+    Leaving the block shuts it down, lifespan included."""
+    import socket
+
+    import uvicorn
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, name="server", daemon=True)
+    thread.start()
+    while not server.started and thread.is_alive():
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(30)

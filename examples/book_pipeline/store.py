@@ -1,0 +1,181 @@
+"""The pipeline's own data, in the queue's database: books, their pages (the uploaded
+image, its OCR text and status), the guidelines extracted per page and the subtopics
+finalization names. Page writes are upserts keyed by page, so a page processed twice (a
+resumed job) leaves one result, not two."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from examples._db import AppDatabase, Tx
+
+TABLES = {
+    "sqlite": """
+CREATE TABLE IF NOT EXISTS books (
+    book_id TEXT PRIMARY KEY, title TEXT NOT NULL, created_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS pages (
+    book_id TEXT NOT NULL REFERENCES books (book_id), page_num INTEGER NOT NULL,
+    filename TEXT NOT NULL, image BLOB NOT NULL, text TEXT, ocr_status TEXT NOT NULL,
+    ocr_error TEXT, error_type TEXT, status TEXT NOT NULL, uploaded_at TEXT NOT NULL,
+    PRIMARY KEY (book_id, page_num)
+);
+CREATE TABLE IF NOT EXISTS guidelines (
+    book_id TEXT NOT NULL, page_num INTEGER NOT NULL, topic TEXT NOT NULL,
+    written_at TEXT NOT NULL, PRIMARY KEY (book_id, page_num)
+);
+CREATE TABLE IF NOT EXISTS subtopics (
+    book_id TEXT NOT NULL, topic TEXT NOT NULL, final_name TEXT,
+    PRIMARY KEY (book_id, topic)
+)""",
+}
+TABLES["postgresql"] = TABLES["sqlite"].replace("BLOB", "BYTEA")
+
+PAGE_FIELDS = (
+    "page_num, filename, status, ocr_status, ocr_error, error_type, uploaded_at,"
+    " text IS NOT NULL AS has_text"
+)
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+class Store:
+    def __init__(self, db: AppDatabase) -> None:
+        self.db = db
+        db.create(sqlite=TABLES["sqlite"], postgresql=TABLES["postgresql"])
+        self._lock_book = (
+            "SELECT book_id FROM books WHERE book_id = :book FOR UPDATE"
+            if db.dialect == "postgresql"
+            else "SELECT book_id FROM books WHERE book_id = :book"  # BEGIN IMMEDIATE locks
+        )
+
+    # -- books ----------------------------------------------------------------------------
+    def add_book(self, title: str) -> str:
+        book_id = str(uuid.uuid4())
+        with self.db.transaction() as tx:
+            tx.execute(
+                "INSERT INTO books (book_id, title, created_at) VALUES (:id, :title, :now)",
+                {"id": book_id, "title": title, "now": now()},
+            )
+        return book_id
+
+    def book(self, book_id: str) -> dict[str, Any] | None:
+        with self.db.transaction(write=False) as tx:
+            return tx.one("SELECT * FROM books WHERE book_id = :book", {"book": book_id})
+
+    def lock_book(self, tx: Tx, book_id: str) -> bool:
+        """Hold the book until ``tx`` ends (page numbers are handed out under it)."""
+        return tx.one(self._lock_book, {"book": book_id}) is not None
+
+    # -- pages ----------------------------------------------------------------------------
+    def add_pages(
+        self, tx: Tx, book_id: str, files: list[tuple[str, bytes]], **fields: Any
+    ) -> list[int]:
+        """Append pages (under the book's lock); returns their numbers."""
+        row = tx.one(
+            "SELECT max(page_num) AS n FROM pages WHERE book_id = :book", {"book": book_id}
+        )
+        first = int(row["n"] or 0) + 1 if row else 1
+        numbers = []
+        for offset, (filename, data) in enumerate(files):
+            values = {"text": None, "ocr_status": "pending", "ocr_error": None,
+                      "error_type": None} | fields  # fmt: skip
+            tx.execute(
+                "INSERT INTO pages (book_id, page_num, filename, image, text, ocr_status,"
+                " ocr_error, error_type, status, uploaded_at) VALUES (:book, :num, :filename,"
+                " :image, :text, :ocr_status, :ocr_error, :error_type, 'pending_review', :now)",
+                {"book": book_id, "num": first + offset, "filename": filename, "image": data,
+                 "now": now(), **values},
+            )  # fmt: skip
+            numbers.append(first + offset)
+        return numbers
+
+    def page_count(self, book_id: str, tx: Tx | None = None) -> int:
+        query = "SELECT count(*) AS n FROM pages WHERE book_id = :book"
+        if tx is not None:
+            row = tx.one(query, {"book": book_id})
+        else:
+            with self.db.transaction(write=False) as own:
+                row = own.one(query, {"book": book_id})
+        return int(row["n"]) if row else 0
+
+    def pages(self, book_id: str) -> list[dict[str, Any]]:
+        with self.db.transaction(write=False) as tx:
+            rows = tx.all(
+                f"SELECT {PAGE_FIELDS} FROM pages WHERE book_id = :book ORDER BY page_num",
+                {"book": book_id},
+            )
+        return [r | {"has_text": bool(r["has_text"])} for r in rows]
+
+    def page(self, book_id: str, page_num: int) -> dict[str, Any] | None:
+        with self.db.transaction(write=False) as tx:
+            row = tx.one(
+                "SELECT * FROM pages WHERE book_id = :book AND page_num = :num",
+                {"book": book_id, "num": page_num},
+            )
+        if row is not None:
+            row["image"] = bytes(row["image"])
+        return row
+
+    def set_ocr(
+        self,
+        book_id: str,
+        page_num: int,
+        status: str,
+        *,
+        text: str | None = None,
+        error: str | None = None,
+        error_type: str | None = None,
+    ) -> None:
+        with self.db.transaction() as tx:
+            tx.execute(
+                "UPDATE pages SET ocr_status = :status, text = coalesce(:text, text),"
+                " ocr_error = :error, error_type = :kind WHERE book_id = :book AND page_num = :num",
+                {"status": status, "text": text, "error": error, "kind": error_type,
+                 "book": book_id, "num": page_num},
+            )  # fmt: skip
+
+    # -- guidelines and subtopics --------------------------------------------------------
+    def write_guideline(self, book_id: str, page_num: int, topic: str) -> bool:
+        """Upsert the page's guideline; True when the topic is new to the book."""
+        with self.db.transaction() as tx:
+            seen = tx.one(
+                "SELECT 1 AS seen FROM guidelines WHERE book_id = :book AND topic = :topic"
+                " AND page_num <> :num LIMIT 1",
+                {"book": book_id, "topic": topic, "num": page_num},
+            )
+            tx.execute(
+                "INSERT INTO guidelines (book_id, page_num, topic, written_at)"
+                " VALUES (:book, :num, :topic, :now) ON CONFLICT (book_id, page_num)"
+                " DO UPDATE SET topic = excluded.topic, written_at = excluded.written_at",
+                {"book": book_id, "num": page_num, "topic": topic, "now": now()},
+            )
+        return seen is None
+
+    def guidelines(self, book_id: str) -> list[dict[str, Any]]:
+        with self.db.transaction(write=False) as tx:
+            return tx.all(
+                "SELECT page_num, topic, written_at FROM guidelines WHERE book_id = :book"
+                " ORDER BY page_num",
+                {"book": book_id},
+            )
+
+    def topics(self, book_id: str) -> list[str]:
+        with self.db.transaction(write=False) as tx:
+            rows = tx.all(
+                "SELECT DISTINCT topic FROM guidelines WHERE book_id = :book ORDER BY topic",
+                {"book": book_id},
+            )
+        return [r["topic"] for r in rows]
+
+    def name_subtopic(self, book_id: str, topic: str, final_name: str) -> None:
+        with self.db.transaction() as tx:
+            tx.execute(
+                "INSERT INTO subtopics (book_id, topic, final_name) VALUES (:book, :topic, :name)"
+                " ON CONFLICT (book_id, topic) DO UPDATE SET final_name = excluded.final_name",
+                {"book": book_id, "topic": topic, "name": final_name},
+            )

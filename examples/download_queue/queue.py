@@ -1,0 +1,232 @@
+"""A download bot's queue, as the contract its bot was written against (``IDownloadQueue``):
+enqueue a URL, peek at the oldest queued job, mark it in progress (of two workers, one
+wins), completed with the output path, failed with a message, retried up to three times,
+and statistics with the oldest queued time.
+
+It is conveyor underneath, with no queue logic here: a ``DownloadJob`` is a job of the
+``downloads`` queue; ``Queued`` is ``pending``, ``InProgress`` is ``running``.
+``mark_in_progress`` claims that one job by id (``claim_job``, guarded by its state);
+``retry_job`` re-opens a failed job only while it has attempts left, keeping the count
+(``retry(reset_attempts=False)``): one run plus three retries.
+
+``DownloadQueue(url)`` takes a database URL (``sqlite:///bot.db``, ``postgresql://…``),
+the URL of a conveyor server (``http://host:port``, with ``token=``) or an open queue.
+A job marked in progress is held by the ``DownloadQueue`` that marked it (its claim);
+only that one can mark it completed or failed. If the bot dies holding it, the job is
+queued again once its lease (``lease``, an hour by default) runs out."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Any, Protocol
+
+import conveyor
+from conveyor import InvalidArgument, InvalidTransition, JobNotFound, QueueAPI, StaleClaim
+
+QUEUE = "downloads"
+TASK = "download"
+MAX_RETRIES = 3
+MAX_URL = 2048
+
+
+class JobStatus(StrEnum):
+    QUEUED = "Queued"
+    IN_PROGRESS = "InProgress"
+    COMPLETED = "Completed"
+    FAILED = "Failed"
+
+
+_STATUS = {
+    conveyor.Status.PENDING: JobStatus.QUEUED,
+    conveyor.Status.RUNNING: JobStatus.IN_PROGRESS,
+    conveyor.Status.COMPLETED: JobStatus.COMPLETED,
+    conveyor.Status.FAILED: JobStatus.FAILED,
+    conveyor.Status.CANCELLED: JobStatus.FAILED,
+}
+
+
+@dataclass(frozen=True)
+class DownloadJob:
+    job_id: int
+    message_id: int
+    url: str
+    status: JobStatus
+    created_at: datetime
+    retry_count: int
+    completed_at: datetime | None = None
+    output_path: str | None = None
+    error_message: str | None = None
+
+
+@dataclass(frozen=True)
+class QueueStats:
+    queued_count: int
+    in_progress_count: int
+    completed_count: int
+    failed_count: int
+    oldest_queued_job_created_at: datetime | None
+
+
+class IDownloadQueue(Protocol):
+    def enqueue(self, message_id: int, url: str) -> int: ...
+    def dequeue(self) -> DownloadJob | None: ...
+    def mark_in_progress(self, job_id: int) -> bool: ...
+    def mark_completed(self, job_id: int, output_path: str) -> None: ...
+    def mark_failed(self, job_id: int, error_message: str) -> None: ...
+    def retry_job(self, job_id: int) -> bool: ...
+    def get_stats(self) -> QueueStats: ...
+
+
+def download_job(job: conveyor.Job) -> DownloadJob:
+    status = _STATUS[job.status]
+    # Each run after the first is a retry; a queued job has not started its next run yet.
+    retries = job.attempts if status == JobStatus.QUEUED else max(0, job.attempts - 1)
+    result = job.result if isinstance(job.result, dict) else {}
+    return DownloadJob(
+        job_id=job.id,
+        message_id=job.payload["message_id"],
+        url=job.payload["url"],
+        status=status,
+        created_at=job.created_at,
+        retry_count=retries,
+        completed_at=job.finished_at if job.is_final else None,
+        output_path=result.get("output_path"),
+        error_message=job.error,
+    )
+
+
+class DownloadQueue:
+    """``IDownloadQueue`` on conveyor."""
+
+    def __init__(
+        self,
+        url: str | QueueAPI,
+        *,
+        token: str | None = None,
+        queue: str = QUEUE,
+        lease: timedelta = timedelta(hours=1),
+    ) -> None:
+        if isinstance(url, QueueAPI):
+            self.q, self._owned = url, False
+        elif url.startswith(("http://", "https://")):
+            from conveyor.client import RemoteQueue
+
+            self.q, self._owned = RemoteQueue(url, token), True
+        else:
+            self.q, self._owned = conveyor.connect(url), True
+        self.queue = queue
+        self.lease = lease
+        self._claims: dict[int, str] = {}  # jobs this instance marked in progress
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        if self._owned:
+            self.q.close()
+
+    def __enter__(self) -> DownloadQueue:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- the contract ---------------------------------------------------------------------
+    def enqueue(self, message_id: int, url: str) -> int:
+        """A new ``Queued`` job; returns its id. The same URL may be queued twice."""
+        if isinstance(message_id, bool) or not isinstance(message_id, int) or message_id <= 0:
+            raise InvalidArgument(f"message_id: expected a positive integer, got {message_id!r}")
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+            raise InvalidArgument(f"url: expected an http(s) URL, got {url!r:.80}")
+        if len(url) > MAX_URL:
+            raise InvalidArgument(f"url: expected at most {MAX_URL} characters")
+        payload = {"message_id": message_id, "url": url}
+        job = self.q.enqueue(TASK, payload, queue=self.queue, max_attempts=1 + MAX_RETRIES)
+        return job.id
+
+    def dequeue(self) -> DownloadJob | None:
+        """The oldest ``Queued`` job, left queued (``mark_in_progress`` takes it)."""
+        jobs = self.q.jobs(queue=self.queue, status="pending", limit=1)
+        if not jobs:
+            return None
+        job: conveyor.Job | None = jobs[0]
+        if job is not None and not isinstance(job.payload, dict):
+            job = self.q.get(job.id)  # a list that leaves payloads out: read the one job
+        return None if job is None else download_job(job)
+
+    def mark_in_progress(self, job_id: int) -> bool:
+        """Take a ``Queued`` job: True for exactly one of any number of callers, False
+        when it is not queued (any more). Raises ``JobNotFound`` for an unknown job."""
+        self._ours(job_id)
+        try:
+            claim = self.q.claim_job(job_id, lease=self.lease)
+        except InvalidTransition:
+            return False
+        with self._lock:
+            self._claims[job_id] = claim.id
+        return True
+
+    def mark_completed(self, job_id: int, output_path: str) -> None:
+        if not isinstance(output_path, str) or not output_path.strip():
+            raise InvalidArgument("output_path: expected the downloaded file's path")
+        claim = self._claim(job_id)
+        try:
+            self.q.complete(job_id, claim, result={"output_path": output_path})
+        except StaleClaim:
+            self._release(job_id)  # the lease ran out and the job went back to the queue
+            raise
+        self._release(job_id)
+
+    def mark_failed(self, job_id: int, error_message: str) -> None:
+        if not isinstance(error_message, str) or not error_message.strip():
+            raise InvalidArgument("error_message: expected what went wrong")
+        claim = self._claim(job_id)
+        try:
+            self.q.fail(job_id, claim, error_message, retryable=False)
+        except StaleClaim:
+            self._release(job_id)
+            raise
+        self._release(job_id)
+
+    def retry_job(self, job_id: int) -> bool:
+        """A ``Failed`` job back to ``Queued`` while it has retries left (three); False
+        when they are spent or the job is not failed."""
+        self._ours(job_id)
+        try:
+            self.q.retry(job_id, reset_attempts=False)
+        except InvalidTransition:
+            return False
+        return True
+
+    def get_stats(self) -> QueueStats:
+        s = self.q.stats(self.queue)
+        return QueueStats(
+            queued_count=s.pending,
+            in_progress_count=s.running,
+            completed_count=s.completed,
+            failed_count=s.failed + s.cancelled,
+            oldest_queued_job_created_at=s.oldest_pending_at,
+        )
+
+    def get(self, job_id: int) -> DownloadJob | None:
+        job = self.q.get(job_id)
+        return None if job is None or job.queue != self.queue else download_job(job)
+
+    # -- helpers --------------------------------------------------------------------------
+    def _ours(self, job_id: Any) -> None:
+        job = self.q.get(job_id)
+        if job is None or job.queue != self.queue:
+            raise JobNotFound(f"download job {job_id} does not exist")
+
+    def _claim(self, job_id: int) -> str:
+        with self._lock:
+            claim = self._claims.get(job_id)
+        if claim is None:
+            self._ours(job_id)
+            raise InvalidTransition(f"download job {job_id} is not in progress here")
+        return claim
+
+    def _release(self, job_id: int) -> None:
+        with self._lock:
+            self._claims.pop(job_id, None)

@@ -1,0 +1,277 @@
+"""The metadata sync (Hardcover queue) spec: batches of 100 with a processing id, the
+previous batch acknowledged by the next request, admin resets and cleanup, the edge cases
+it lists, and three concurrent clients over 1,000 books with no book twice."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from examples.metadata_sync.app import QUEUE, Library, create_api
+from tests.examples.conftest import ENV, wait_until
+
+
+@pytest.fixture
+def library(db_url: str) -> Iterator[Library]:
+    lib = Library(db_url)
+    yield lib
+    lib.close()
+
+
+@pytest.fixture
+def api(library: Library) -> Iterator[TestClient]:
+    with TestClient(create_api(library)) as client:
+        yield client
+
+
+def add_books(api: TestClient, n: int, prefix: str = "Book") -> list[dict[str, Any]]:
+    books = []
+    for i in range(n):
+        answer = api.post("/api/books", json={"title": f"{prefix} {i}"})
+        assert answer.status_code == 201, answer.text
+        books.append(answer.json())
+    return books
+
+
+def insert_directly(library: Library, n: int) -> list[str]:
+    """Books written by something other than this API (an import, a migration)."""
+    ids = [str(uuid.uuid4()) for _ in range(n)]
+    now = datetime.now(UTC).isoformat()
+    with library.db.transaction() as tx:
+        for i, book_id in enumerate(ids):
+            tx.execute(
+                "INSERT INTO books (id, title, created_at) VALUES (:id, :t, :now)",
+                {"id": book_id, "t": f"Imported {i}", "now": f"{now}-{i:06d}"},
+            )
+    return ids
+
+
+def test_batches_of_100_and_the_previous_one_acknowledged(
+    api: TestClient, library: Library
+) -> None:
+    books = add_books(api, 230)
+    first = api.get("/api/missing/hardcover").json()
+    assert [b["id"] for b in first["books"]] == [b["id"] for b in books[:100]]  # FIFO
+    assert set(first["books"][0]) == {"id", "title", "hardcoverId", "createdAt"}
+    assert first["remainingUnclaimed"] == 130
+    second = api.get(
+        "/api/missing/hardcover", params={"previousProcessingId": first["processingId"]}
+    ).json()
+    assert [b["id"] for b in second["books"]] == [b["id"] for b in books[100:200]]
+    assert second["processingId"] != first["processingId"] and second["remainingUnclaimed"] == 30
+    stats = library.q.stats(QUEUE)
+    assert stats.completed == 100 and stats.running == 100  # the first batch left the queue
+    third = api.get(
+        "/api/missing/hardcover", params={"previousProcessingId": second["processingId"]}
+    ).json()
+    assert len(third["books"]) == 30 and third["remainingUnclaimed"] == 0
+    # Nothing left: no books, but still a new processing id and a count of 0.
+    empty = api.get(
+        "/api/missing/hardcover", params={"previousProcessingId": third["processingId"]}
+    ).json()
+    assert empty["books"] == [] and empty["remainingUnclaimed"] == 0
+    assert empty["processingId"] not in {first["processingId"], third["processingId"]}
+    assert library.q.stats(QUEUE).completed == 230
+
+
+def test_an_unknown_previous_processing_id_affects_nothing(
+    api: TestClient, library: Library
+) -> None:
+    add_books(api, 150)
+    held = api.get("/api/missing/hardcover").json()
+    nobody = api.get("/api/missing/hardcover", params={"previousProcessingId": "no-such-id"})
+    assert nobody.status_code == 200
+    assert len(nobody.json()["books"]) == 50  # claiming went on
+    assert library.q.stats(QUEUE).running == 150  # the held batch was not touched
+    assert len(held["books"]) == 100
+    too_long = api.get("/api/missing/hardcover", params={"previousProcessingId": "x" * 500})
+    assert too_long.status_code == 422 and too_long.json()["error"]["code"] == "validation_error"
+    assert library.q.stats(QUEUE).running == 150
+
+
+def test_admins_reset_old_claims_and_one_claim_by_id_of_this_queue_only(
+    api: TestClient, library: Library
+) -> None:
+    add_books(api, 250)
+    other = library.q.enqueue("mail.send", queue="mail")  # another queue, same database
+    library.q.claim("mail")
+    a = api.get("/api/missing/hardcover").json()
+    b = api.get("/api/missing/hardcover").json()
+    assert api.post("/api/admin/hardcover-queue/reset", params={"olderThan": 60}).json() == {
+        "resetCount": 0  # both claims are younger than an hour
+    }
+    freed = api.delete(f"/api/admin/hardcover-queue/claims/{a['processingId']}")
+    assert freed.json() == {"resetCount": 100}
+    assert api.delete("/api/admin/hardcover-queue/claims/unknown").json() == {"resetCount": 0}
+    assert api.post("/api/admin/hardcover-queue/reset", params={"olderThan": 0}).json() == {
+        "resetCount": 100  # b's batch; the mail job is left running
+    }
+    assert library.q.get(other.id).status == "running"  # type: ignore[union-attr]
+    again = api.get("/api/missing/hardcover").json()
+    assert again["books"][0]["id"] == a["books"][0]["id"]  # reset books are claimable again
+    assert len(b["books"]) == 100
+    for bad in ({}, {"olderThan": -1}, {"olderThan": "soon"}):
+        refused = api.post("/api/admin/hardcover-queue/reset", params=bad)
+        assert refused.status_code == 422 and "olderThan" in refused.json()["error"]["message"]
+
+
+def test_a_book_that_gets_its_id_leaves_the_queue_whatever_its_state(
+    api: TestClient, library: Library
+) -> None:
+    books = add_books(api, 3)
+    claimed = api.get("/api/missing/hardcover").json()  # all three are now claimed
+    assert (
+        api.patch(f"/api/books/{books[0]['id']}", json={"hardcoverId": "hc-1"}).json()[
+            "hardcoverId"
+        ]
+        == "hc-1"
+    )
+    job = library.q.latest(books[0]["id"], queue=QUEUE)
+    assert job is not None and job.status == "completed" and job.result == {"hardcoverId": "hc-1"}
+    later = api.post("/api/books", json={"title": "Pending one"}).json()
+    api.patch(f"/api/books/{later['id']}", json={"hardcoverId": "hc-2"})  # never claimed
+    assert library.q.latest(later["id"], queue=QUEUE).status == "completed"  # type: ignore[union-attr]
+    # The client's acknowledgement still works; only the two others were left to it.
+    nxt = api.get(
+        "/api/missing/hardcover", params={"previousProcessingId": claimed["processingId"]}
+    ).json()
+    assert nxt["books"] == [] and library.q.stats(QUEUE).completed == 4
+    # An id taken back: the book needs syncing again.
+    api.patch(f"/api/books/{later['id']}", json={"hardcoverId": None})
+    assert [b["id"] for b in api.get("/api/missing/hardcover").json()["books"]] == [later["id"]]
+    assert api.patch("/api/books/nope", json={"hardcoverId": "x"}).status_code == 404
+    assert api.patch(f"/api/books/{later['id']}", json={}).status_code == 422
+    assert api.patch(f"/api/books/{later['id']}", json={"hardcoverId": ""}).status_code == 422
+    assert api.post("/api/books", json={"title": "   "}).status_code == 422
+    oops = api.post("/api/books", content=b"{oops", headers={"Content-Type": "application/json"})
+    assert oops.status_code == 400 and oops.json()["error"]["code"] == "malformed_json"
+
+
+def test_a_new_book_and_its_queue_entry_commit_together(library: Library) -> None:
+    real = library._enqueue
+
+    def enqueue_then_fail(tx: Any, book_id: str) -> None:
+        real(tx, book_id)
+        raise RuntimeError("the application failed after queueing")
+
+    library._enqueue = enqueue_then_fail  # type: ignore[method-assign]
+    with pytest.raises(RuntimeError):
+        library.add_book("Never Saved")
+    library._enqueue = real  # type: ignore[method-assign]
+    assert library.q.stats(QUEUE).total == 0
+    with library.db.transaction(write=False) as tx:
+        assert tx.one("SELECT count(*) AS n FROM books")["n"] == 0  # type: ignore[index]
+    book = library.add_book("Saved")
+    assert library.q.latest(book["id"], queue=QUEUE) is not None
+
+
+def test_start_up_queues_every_book_lacking_an_id_once(library: Library) -> None:
+    ids = insert_directly(library, 120)
+    with library.db.transaction() as tx:
+        tx.execute("UPDATE books SET hardcover_id = 'hc' WHERE id = :id", {"id": ids[0]})
+    for _ in range(2):  # two start-ups: the second finds every book queued already
+        with TestClient(create_api(library)) as client:
+            first = client.get("/api/missing/hardcover").json()
+            client.delete(f"/api/admin/hardcover-queue/claims/{first['processingId']}")
+    assert library.q.stats(QUEUE).pending == 119
+    assert library.q.latest(ids[0], queue=QUEUE) is None
+
+
+def test_cleanup_completes_the_entries_of_books_that_have_their_id(
+    api: TestClient, library: Library
+) -> None:
+    books = add_books(api, 5)
+    api.get("/api/missing/hardcover", params={})  # all claimed; cleanup ignores claims
+    with library.db.transaction() as tx:  # ids set behind the API's back
+        for book in books[:3]:
+            tx.execute("UPDATE books SET hardcover_id = 'hc' WHERE id = :id", {"id": book["id"]})
+    assert api.post("/api/admin/hardcover-queue/cleanup").json() == {"removedCount": 3}
+    assert api.post("/api/admin/hardcover-queue/cleanup").json() == {"removedCount": 0}
+    assert library.q.stats(QUEUE).running == 2
+
+
+def _client(url: str, cwd: Path, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "examples.metadata_sync", "client", "--url", url, *args],
+        cwd=cwd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+def _books_done(output: str) -> list[str]:
+    return [json.loads(line)["book"] for line in output.splitlines() if '"book"' in line]
+
+
+@pytest.mark.slow
+def test_three_clients_over_1000_books_never_get_the_same_book(
+    db_url: str, tmp_path: Path, start_server: Any
+) -> None:
+    library = Library(db_url)
+    ids = insert_directly(library, 1000)  # queued by the server's start-up
+    server = start_server("metadata_sync", db_url, workers=0)
+    clients = [_client(server.url, tmp_path) for _ in range(3)]
+    outputs = [c.communicate(timeout=240) for c in clients]
+    assert all(c.returncode == 0 for c in clients), [err for _, err in outputs]
+    per_client = [_books_done(out) for out, _ in outputs]
+    done = [book for books in per_client for book in books]
+    assert len(done) == len(set(done)) == 1000 and set(done) == set(ids)
+    assert all(per_client), "every client got work"
+    for job in library.q.jobs(queue=QUEUE, limit=1000):
+        assert job.status == "completed" and job.attempts == 1  # claimed by one client, once
+    with library.db.transaction(write=False) as tx:
+        assert tx.one("SELECT count(*) AS n FROM books WHERE hardcover_id IS NULL")["n"] == 0  # type: ignore[index]
+    library.close()
+
+
+@pytest.mark.slow
+def test_a_client_killed_mid_batch_resumes_it_without_reprocessing(
+    db_url: str, tmp_path: Path, start_server: Any
+) -> None:
+    library = Library(db_url)
+    insert_directly(library, 250)
+    server = start_server("metadata_sync", db_url, workers=0)
+    state = tmp_path / "client-state.json"
+    lines: list[str] = []
+    first = _client(server.url, tmp_path, "--state", str(state), "--delay", "0.01")
+    assert first.stdout is not None
+    while len(lines) < 130:  # into its second batch
+        line = first.stdout.readline()
+        assert line, first.stderr.read() if first.stderr else "the client stopped"
+        lines.append(line)
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    lines += first.stdout.read().splitlines()
+    assert library.q.stats(QUEUE).running > 0  # the rest of its batch stays claimed
+    second = _client(server.url, tmp_path, "--state", str(state))
+    out, err = second.communicate(timeout=120)
+    assert second.returncode == 0, err
+    summary = json.loads(out.splitlines()[-1])["done"]
+    assert 0 < summary["resumed"] <= 70  # it finished the batch it held
+    done = _books_done("\n".join(lines) + "\n" + out)
+    assert len(done) == len(set(done))  # no book twice
+    jobs = library.q.jobs(queue=QUEUE, limit=1000)
+    assert len(jobs) == 250 and all(j.status == "completed" and j.attempts == 1 for j in jobs)
+    with library.db.transaction(write=False) as tx:
+        assert tx.one("SELECT count(*) AS n FROM books WHERE hardcover_id IS NULL")["n"] == 0  # type: ignore[index]
+    wait_until(lambda: server.proc.poll() is None)
+    library.close()
+
+
+def test_the_demo_runs_from_another_directory(db_url: str, tmp_path: Path) -> None:
+    from tests.examples.conftest import run_module
+
+    done = run_module("metadata_sync", "--db", db_url, "--books", "300", "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["looked_up_twice"] == 0 and out["books_looked_up"] == 300
+    assert out["reset_by_processing_id"] == 100 and out["remaining_after_it_got_its_id"] == 0
+    assert out["queue"]["pending"] == 0 and out["queue"]["completed"] == 301

@@ -1,0 +1,33 @@
+"""What every example's ``serve`` shares: loopback unless a token is required, the token
+checked on every request, and one error shape."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from tests.examples.conftest import run_module
+
+
+def test_serving_off_loopback_needs_a_token(db_url: str, tmp_path: Path) -> None:
+    refused = run_module("fetch_queue", "serve", "--db", db_url, "--host", "0.0.0.0",
+                         cwd=tmp_path, timeout=60)  # fmt: skip
+    assert refused.returncode == 2
+    assert "refusing to listen on 0.0.0.0 without --token" in refused.stdout + refused.stderr
+
+
+def test_a_token_is_checked_on_every_request(db_url: str, start_server: Any) -> None:
+    server = start_server("subtitles", db_url, "--token", "s3cret", workers=0)
+    anonymous = httpx.get(f"{server.url}/videos/v1")
+    assert anonymous.status_code == 401
+    assert anonymous.json() == {
+        "error": {"code": "unauthorized", "message": "send Authorization: Bearer <token>"}
+    }
+    wrong = httpx.get(f"{server.url}/videos/v1", headers={"Authorization": "Bearer nope"})
+    assert wrong.status_code == 401
+    right = httpx.get(f"{server.url}/videos/v1", headers={"Authorization": "Bearer s3cret"})
+    assert right.status_code == 404 and right.json()["error"]["code"] == "not_found"
+    missing = httpx.get(f"{server.url}/nowhere", headers={"Authorization": "Bearer s3cret"})
+    assert missing.status_code == 404 and "no route matches GET /nowhere" in missing.text
