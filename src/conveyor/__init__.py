@@ -24,6 +24,7 @@ from conveyor.errors import (
     InvalidTransition,
     JobNotFound,
     Retry,
+    Snooze,
     StaleClaim,
     Terminal,
 )
@@ -86,6 +87,7 @@ __all__ = [
     "Rate",
     "Retry",
     "ScheduleInfo",
+    "Snooze",
     "StaleClaim",
     "Stats",
     "Status",

@@ -17,14 +17,16 @@ from __future__ import annotations
 import inspect
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from datetime import datetime
+from datetime import datetime, timedelta, tzinfo
 from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
 from conveyor import validation as check
 from conveyor.errors import ConfigurationError, InvalidArgument
 from conveyor.job import Job
+from conveyor.ops.enqueue import OnCompleted
 from conveyor.queue import Duration, OnActive, OnFailed, Queue
 from conveyor.retry import BackoffPolicy, seconds
+from conveyor.schedule import OnMissed, Periodic
 from conveyor.worker.context import Context
 from conveyor.worker.payload import Binding
 
@@ -107,6 +109,7 @@ class Task(Generic[P, R]):
         on_active: OnActive = "return",
         cache_ttl: Duration | None = None,
         on_failed: OnFailed = "new",
+        on_completed: OnCompleted = "new",
     ) -> TaskCall[P]:
         """Job options, type-checked apart from the task's own arguments:
         ``parse.using(key=url).enqueue(url=url)``."""
@@ -121,6 +124,7 @@ class Task(Generic[P, R]):
             "on_active": on_active,
             "cache_ttl": cache_ttl,
             "on_failed": on_failed,
+            "on_completed": on_completed,
         }
         return TaskCall(self, options)
 
@@ -181,6 +185,7 @@ class App:
     ) -> None:
         self.immediate = immediate
         self.tasks: dict[str, Task[Any, Any]] = {}
+        self.schedules: dict[str, Periodic] = {}  # periodic jobs, by schedule name
         self._lock = threading.RLock()
         self._queue: Queue | None = None
         self._url: str | None = None
@@ -261,6 +266,75 @@ class App:
             if task.name in self.tasks and self.tasks[task.name].fn != task.fn:
                 raise ConfigurationError(f"a task named {task.name!r} is already registered")
             self.tasks[task.name] = task
+
+    def periodic(
+        self,
+        *,
+        cron: str | None = None,
+        every: timedelta | float | None = None,
+        tz: str | tzinfo | None = None,
+        name: str | None = None,
+        payload: Mapping[str, Any] | None = None,
+        queue: str | None = None,
+        priority: int | None = None,
+        max_attempts: int | None = None,
+        on_missed: OnMissed = "run_once",
+    ) -> Callable[[Callable[Concatenate[Context, P], R]], Task[P, R]]:
+        """Enqueue a task on a schedule: ``@app.periodic(cron="*/5 * * * *",
+        tz="Europe/Paris")`` or ``@app.periodic(every=timedelta(seconds=30))``, above
+        ``@app.task`` or on a plain function (registered as a task). ``payload``: the
+        task's keyword arguments; ``queue``, ``priority``, ``max_attempts``: the job's
+        (default: the task's); ``name``: the schedule's (default: the task's name).
+        ``on_missed``: a slot that went by while no worker ran is enqueued once on
+        start-up (``"run_once"``) or not at all (``"skip"``). Workers enqueue each slot
+        once between them. Bad options raise ``ConfigurationError`` here."""
+        from conveyor import schedule
+
+        what = "periodic" if name is None else f"periodic {name!r}"
+        timing = schedule.timing(cron, every, tz, what=what)
+        missed = schedule.on_missed(on_missed, what)
+        if payload is not None and not isinstance(payload, Mapping):
+            raise ConfigurationError(f"{what}: payload: expected a dict of the task's arguments")
+
+        def declare(target: Callable[Concatenate[Context, P], R]) -> Task[P, R]:
+            if isinstance(target, Task):
+                if target.app is not self:
+                    raise ConfigurationError(f"{what}: {target.name} is a task of another app")
+                task: Task[P, R] = target
+            elif callable(target):
+                task = self.task(target)
+            else:
+                raise ConfigurationError(f"{what}: expected a task or a function")
+            label = task.name if name is None else name
+            try:
+                arguments = task.binding.to_payload((), dict(payload or {}))
+                check.encode_json(arguments, "payload")
+                if max_attempts is not None:
+                    check.integer(max_attempts, "max_attempts", low=1, high=1_000_000)
+                entry = Periodic(
+                    name=check.name(label, "schedule name"),
+                    task=task.name,
+                    timing=timing,
+                    payload=arguments or None,
+                    queue=check.name(task.queue if queue is None else queue, "queue"),
+                    priority=check.integer(
+                        task.priority if priority is None else priority, "priority"
+                    ),
+                    max_attempts=task.max_attempts if max_attempts is None else max_attempts,
+                    on_missed=missed,
+                )
+            except InvalidArgument as exc:
+                raise ConfigurationError(f"periodic {label!r}: {exc}") from None
+            with self._lock:
+                if label in self.schedules:
+                    raise ConfigurationError(
+                        f"a periodic schedule named {label!r} is already declared "
+                        "(give this one another name=)"
+                    )
+                self.schedules[label] = entry
+            return task
+
+        return declare
 
     def get_task(self, name: str) -> Task[Any, Any] | None:
         return self.tasks.get(name)

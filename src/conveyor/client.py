@@ -16,15 +16,15 @@ idempotent. Needs ``httpx`` (the ``server`` extra).
 
 from __future__ import annotations
 
+import dataclasses
 import json
-import time
 from collections.abc import Callable, Mapping
 from typing import Any, NoReturn, TypeVar
 from urllib.parse import quote
 
 import httpx
 
-from conveyor.codec import from_json, job_from_json, parse_time, to_json
+from conveyor.codec import from_json, parse_time, to_json
 from conveyor.contract import QueueAPI
 from conveyor.errors import (
     ConfigurationError,
@@ -39,8 +39,7 @@ from conveyor.errors import (
 from conveyor.info import QueueSettings, ScheduleInfo, Throughput, WorkerInfo
 from conveyor.job import Claim, Job, Stats, Status
 from conveyor.ops import Call
-from conveyor.ops.defaults import Defaults, Duration
-from conveyor.retry import seconds
+from conveyor.ops.defaults import Defaults
 
 T = TypeVar("T")
 # One long poll never outlasts the server's default bound (60 s); wait() chains them.
@@ -90,21 +89,11 @@ class RemoteQueue(QueueAPI):
         result: T = decode(call.op, data, status)
         return result
 
-    def wait(self, job_id: int, timeout: Duration | None = None, *, poll: float = 0.5) -> Job:
-        """Block until the job is final, or ``timeout`` passes; returns the job as it is
-        then. Long polls the server (``poll`` is accepted for ``Queue`` compatibility)."""
-        limit = None if timeout is None else seconds(timeout, "timeout")
-        deadline = None if limit is None else time.monotonic() + limit
-        path = f"{job_path(job_id)}/wait"
-        while True:
-            left = _WAIT_SLICE if deadline is None else max(0.0, deadline - time.monotonic())
-            slice_s = min(left, _WAIT_SLICE)
-            data, _ = self._send(
-                "GET", path, None, {"timeout": round(slice_s, 3)}, timeout=self.timeout + slice_s
-            )
-            job = job_from_json(data)
-            if job.is_final or (deadline is not None and time.monotonic() >= deadline):
-                return job
+    def _watch(self, job_id: int, left: float | None, poll: float) -> Job | None:
+        # One long poll of the server (``poll`` is not needed: the server wakes us).
+        method, path, query, slice_s = watch_request(job_id, left)
+        data, _ = self._send(method, path, None, query, timeout=self.timeout + slice_s)
+        return watch_result(data, left)
 
     # -- transport ------------------------------------------------------------------
     def _send(
@@ -117,7 +106,7 @@ class RemoteQueue(QueueAPI):
         timeout: float | None = None,
     ) -> tuple[Any, int]:
         content = encode_body(body)
-        headers = {"Content-Type": "application/json"} if content is not None else None
+        headers = content_headers(method, content)
         params = query_params(query)
         try:
             response = self._http.request(
@@ -176,8 +165,11 @@ def request_for(op: str, a: Mapping[str, Any]) -> Request:
         return "POST", "/api/claims/reset", None, query
     if op == "recover":
         return "POST", "/api/recover", None, {"queue": _names(a["queue"])}
-    if op in ("retry", "cancel"):
-        return "POST", f"{job_path(a['job_id'])}/{op}", None, None
+    if op == "retry":
+        keep = None if a["reset_attempts"] else {"reset_attempts": "false"}
+        return "POST", f"{job_path(a['job_id'])}/retry", None, keep
+    if op == "cancel":
+        return "POST", f"{job_path(a['job_id'])}/cancel", None, None
     if op == "complete_by_key":
         body = {"key": a["key"], "result": a["result"], "include_failed": a["include_failed"]}
         return "POST", f"/api/queues/{_segment(a['queue'], 'queue')}/complete-by-key", body, None
@@ -239,6 +231,19 @@ def request_for(op: str, a: Mapping[str, Any]) -> Request:
     raise ConfigurationError(f"a remote queue cannot run {op!r}")
 
 
+def watch_request(job_id: int, left: float | None) -> tuple[str, str, dict[str, float], float]:
+    """The long poll for one step of ``wait``: method, path, query and its length."""
+    slice_s = _WAIT_SLICE if left is None else min(left, _WAIT_SLICE)
+    return "GET", f"{job_path(job_id)}/wait", {"timeout": round(slice_s, 3)}, slice_s
+
+
+def watch_result(data: Any, left: float | None) -> Job | None:
+    """The job if it is final or the wait is over; None: poll again."""
+    job = _job(data, 200)
+    over = left is not None and left <= _WAIT_SLICE
+    return job if job.is_final or over else None
+
+
 def _report_body(op: str, a: Mapping[str, Any]) -> dict[str, Any]:
     body: dict[str, Any] = {"claim_id": a["claim_id"]}
     if op == "complete":
@@ -266,11 +271,18 @@ def _item(a: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _jobs(data: Any, status: int) -> list[Job]:
-    return [job_from_json(j) for j in data["jobs"]]
+    # Past the server's byte budget, the answer to a batch write lists jobs without
+    # their payload and result ("truncated"): they come back as None.
+    return [from_json(Job, {"payload": None, "result": None, **j}) for j in data["jobs"]]
 
 
 def _job(data: Any, status: int) -> Job:
-    return job_from_json(data)
+    return from_json(Job, data)
+
+
+def _enqueued(data: Any, status: int) -> Job:
+    # 200 (not 201): the key's active job was returned instead of a new one.
+    return dataclasses.replace(from_json(Job, data), deduplicated=status == 200)
 
 
 def _count(key: str) -> Callable[[Any, int], int]:
@@ -278,17 +290,11 @@ def _count(key: str) -> Callable[[Any, int], int]:
 
 
 def _claim(data: Any, status: int) -> Claim:
-    return Claim(
-        id=data["claim_id"],
-        queue=data["queue"],
-        jobs=[job_from_json(j) for j in data["jobs"]],
-        remaining=data.get("remaining"),
-        acked=data.get("acked", 0),
-    )
+    return from_json(Claim, data)
 
 
 _DECODE: dict[str, Callable[[Any, int], Any]] = {
-    "enqueue": lambda data, status: job_from_json(data, deduplicated=status == 200),
+    "enqueue": _enqueued,
     "enqueue_many": _jobs,
     "enqueue_ids": lambda data, status: [int(i) for i in data["ids"]],
     "claim": _claim,
@@ -338,7 +344,7 @@ _DECODE: dict[str, Callable[[Any, int], Any]] = {
     "run_schedule_slot": lambda data, status: None if data["job"] is None else _job(data["job"], 0),
     "schedules": lambda data, status: [from_json(ScheduleInfo, s) for s in data["schedules"]],
     "take_notifications": lambda data, status: [
-        (job_from_json(n["job"]), list(n["subscribers"])) for n in data["notifications"]
+        (from_json(Job, n["job"]), list(n["subscribers"])) for n in data["notifications"]
     ],
     "mark_notified": _count("marked_count"),
     "retry_notifications": _count("retried_count"),
@@ -371,6 +377,14 @@ def answer(response: httpx.Response, method: str, path: str) -> tuple[Any, int]:
 
 def encode_body(body: Any) -> bytes | None:
     return None if body is None else _encode(body)
+
+
+def content_headers(method: str, content: bytes | None) -> dict[str, str] | None:
+    """A body is JSON; and a request that changes something says JSON even without a
+    body, which the server asks of every such request (a browser form cannot)."""
+    if content is None and method in ("GET", "HEAD"):
+        return None
+    return {"Content-Type": "application/json"}
 
 
 def query_params(query: Mapping[str, Any] | None) -> dict[str, str | int | float]:
@@ -433,4 +447,4 @@ def _query_value(value: Any) -> str | int | float:
     return str(to_json(value))
 
 
-__all__ = ["RemoteQueue", "job_from_json"]
+__all__ = ["RemoteQueue"]

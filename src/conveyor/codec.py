@@ -1,8 +1,15 @@
-"""The JSON form of conveyor's values, shared by the HTTP server and its clients.
+"""The JSON form of conveyor's values: one codec for the HTTP server, its clients and
+the command line's ``--json`` output.
 
-Every value is a frozen dataclass; its JSON form is derived from the dataclass fields
-and their types (times as ISO 8601 text, enums as their value, tuples as arrays), so a
-field added to ``Job`` travels over the wire without being listed anywhere else."""
+Every value is a frozen dataclass, and its JSON form is derived from the dataclass
+fields and their types: times as ISO 8601 text, enums as their value, tuples as
+arrays, nested dataclasses as objects. A field added to ``Job`` travels over the wire
+without being listed anywhere else. Two pieces of field metadata shape the form:
+``{"json": "claim_id"}`` names a field differently on the wire, and ``{"doc": "…"}``
+describes it in the HTTP API's schema.
+
+This module knows no value class: ``conveyor.job`` and ``conveyor.info`` use it, so it
+imports neither."""
 
 from __future__ import annotations
 
@@ -13,14 +20,15 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from enum import Enum
 from functools import cache
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from conveyor.errors import ConveyorError
-from conveyor.info import QueueSettings, Rate, ScheduleInfo, Throughput, WorkerInfo
-from conveyor.job import AttemptError, Claim, Job, Progress, Stats
 
 T = TypeVar("T")
+Encoder = Callable[[Any], Any]
 Decoder = Callable[[Any], Any]
+JSON_NAME = "alias"
+DOC = "description"
 
 
 class CodecError(ConveyorError):
@@ -29,15 +37,22 @@ class CodecError(ConveyorError):
     code = "bad_response"
 
 
+class JsonField(NamedTuple):
+    """One field of a dataclass as its JSON form carries it."""
+
+    attribute: str
+    name: str  # the key in the JSON object
+    hint: Any  # the field's type
+    required: bool  # a document without it cannot be decoded
+    doc: str | None
+    init: bool  # passed to the constructor (else derived by the class itself)
+
+
 def to_json(value: Any) -> Any:
-    """A dataclass value (or a list of them) as plain JSON data."""
-    if isinstance(value, Job):
-        return value.to_dict()
+    """A value (a dataclass, a list or mapping of them, a time, an enum) as plain JSON
+    data."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        out = {f.name: to_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
-        if isinstance(value, Stats):
-            out["total"] = value.total
-        return out
+        return _encoder(type(value))(value)
     if isinstance(value, datetime):
         return value.isoformat()
     if isinstance(value, Enum):
@@ -50,19 +65,81 @@ def to_json(value: Any) -> Any:
 
 
 def from_json(cls: type[T], data: Any) -> T:
-    """A ``cls`` from its JSON form; unknown keys are ignored, so older clients read
-    newer servers."""
-    decoded: T = _decoder(cls)(data)  # type: ignore[arg-type]  # classes are hashable
+    """A ``cls`` from its JSON form. Unknown keys are ignored and an absent field that
+    may be null reads as null, so older clients read newer servers (and servers that
+    leave out what a reader may not see)."""
+    hint: Any = cls  # (a class is hashable, as the cache wants)
+    decoded: T = _decoder(hint)(data)
     return decoded
 
 
-def job_from_json(data: Mapping[str, Any], *, deduplicated: bool | None = None) -> Job:
-    job = from_json(Job, data)
-    if deduplicated is not None and deduplicated != job.deduplicated:
-        job = dataclasses.replace(job, deduplicated=deduplicated)
-    return job
+def json_fields(cls: type[Any]) -> tuple[JsonField, ...]:
+    """The fields of dataclass ``cls`` in JSON order, with their wire names."""
+    hint: Any = cls
+    return _json_fields(hint)
 
 
+@cache
+def _json_fields(cls: Any) -> tuple[JsonField, ...]:
+    hints = typing.get_type_hints(cls)
+    out = []
+    for f in dataclasses.fields(cls):
+        has_default = f.default is not dataclasses.MISSING or (
+            f.default_factory is not dataclasses.MISSING
+        )
+        out.append(
+            JsonField(
+                attribute=f.name,
+                name=f.metadata.get(JSON_NAME, f.name),
+                hint=hints[f.name],
+                required=f.init and not has_default and not _nullable(hints[f.name]),
+                doc=f.metadata.get(DOC),
+                init=f.init,
+            )
+        )
+    return tuple(out)
+
+
+# -- encoding -----------------------------------------------------------------------
+@cache
+def _encoder(cls: Any) -> Encoder:
+    # Hot path (every job the server answers): each field's conversion is chosen once.
+    plan = [(f.attribute, f.name, _value_encoder(f.hint)) for f in json_fields(cls)]
+
+    def encode(value: Any) -> dict[str, Any]:
+        out = {}
+        for attribute, name, convert in plan:
+            raw = getattr(value, attribute)
+            out[name] = raw if convert is None or raw is None else convert(raw)
+        return out
+
+    return encode
+
+
+def _value_encoder(hint: Any) -> Encoder | None:
+    """How to encode a value of type ``hint``; None: it is JSON already."""
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        options = [a for a in typing.get_args(hint) if a is not type(None)]
+        return _value_encoder(options[0]) if len(options) == 1 else to_json
+    if origin in (tuple, list):
+        return to_json
+    if hint is datetime:
+        return datetime.isoformat
+    if isinstance(hint, type) and issubclass(hint, Enum):
+        return _enum_value
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        return _encoder(hint)
+    if hint is Any or hint in (str, int, float, bool):
+        return None  # payloads, results and details are JSON already
+    return to_json
+
+
+def _enum_value(value: Enum) -> Any:
+    return value.value
+
+
+# -- decoding -----------------------------------------------------------------------
 @cache
 def _decoder(hint: Any) -> Decoder:
     """A function turning JSON data into a value of type ``hint``."""
@@ -73,41 +150,52 @@ def _decoder(hint: Any) -> Decoder:
         return lambda data: None if data is None else inner(data)
     if origin is tuple:
         item = _decoder(typing.get_args(hint)[0])
-        return lambda data: tuple(item(x) for x in data)
+        return lambda data: tuple(item(x) for x in _array(data, hint))
     if origin is list:
         item = _decoder(typing.get_args(hint)[0])
-        return lambda data: [item(x) for x in data]
+        return lambda data: [item(x) for x in _array(data, hint)]
     if hint is datetime:
         return parse_time
     if isinstance(hint, type) and issubclass(hint, Enum):
-        return hint
+        return _enum_decoder(hint)
     if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         return _dataclass_decoder(hint)
     return _keep
 
 
-def _dataclass_decoder(cls: type[Any]) -> Decoder:
-    hints = typing.get_type_hints(cls)
-    fields = [
-        (f.name, _decoder(hints[f.name]), f.default is dataclasses.MISSING
-         and f.default_factory is dataclasses.MISSING)
-        for f in dataclasses.fields(cls)
+def _dataclass_decoder(cls: Any) -> Decoder:
+    # What an absent field becomes: an error, null, or (None here) the field's default.
+    plan = [
+        (f, _decoder(f.hint), "error" if f.required else "null" if _no_default(cls, f) else None)
+        for f in json_fields(cls)
         if f.init
-    ]  # fmt: skip
+    ]
 
     def decode(data: Any) -> Any:
         if not isinstance(data, Mapping):
             raise CodecError(f"expected a JSON object for {cls.__name__}, got {data!r:.80}")
         values = {}
-        for name, decoder, required in fields:
-            if name in data:
-                values[name] = decoder(data[name])
-            elif required:
-                raise CodecError(f"{cls.__name__}: the field {name!r} is missing")
+        for field, decoder, absent in plan:
+            if field.name in data:
+                values[field.attribute] = decoder(data[field.name])
+            elif absent == "error":
+                raise CodecError(f"{cls.__name__}: the field {field.name!r} is missing")
+            elif absent == "null":
+                values[field.attribute] = None
         try:
             return cls(**values)
         except (TypeError, ValueError) as exc:
             raise CodecError(f"{cls.__name__}: {exc}") from None
+
+    return decode
+
+
+def _enum_decoder(cls: type[Enum]) -> Decoder:
+    def decode(data: Any) -> Enum:
+        try:
+            return cls(data)
+        except ValueError:
+            raise CodecError(f"{cls.__name__}: unknown value {data!r:.80}") from None
 
     return decode
 
@@ -119,24 +207,26 @@ def parse_time(data: Any) -> datetime:
         raise CodecError(f"expected an ISO 8601 time, got {data!r:.80}") from None
 
 
+def _array(data: Any, hint: Any) -> Any:
+    if not isinstance(data, list):
+        raise CodecError(f"expected a JSON array for {hint}, got {data!r:.80}")
+    return data
+
+
+def _nullable(hint: Any) -> bool:
+    if hint is Any:
+        return True
+    origin = typing.get_origin(hint)
+    return origin in (typing.Union, types.UnionType) and type(None) in typing.get_args(hint)
+
+
+def _no_default(cls: type[Any], field: JsonField) -> bool:
+    f = cls.__dataclass_fields__[field.attribute]
+    return f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+
+
 def _keep(data: Any) -> Any:
     return data
 
 
-__all__ = [
-    "AttemptError",
-    "Claim",
-    "CodecError",
-    "Job",
-    "Progress",
-    "QueueSettings",
-    "Rate",
-    "ScheduleInfo",
-    "Stats",
-    "Throughput",
-    "WorkerInfo",
-    "from_json",
-    "job_from_json",
-    "parse_time",
-    "to_json",
-]
+__all__ = ["CodecError", "JsonField", "from_json", "json_fields", "parse_time", "to_json"]

@@ -280,9 +280,11 @@ class QueueAPI(ABC):
         failed when their attempts are spent. Returns how many were recovered."""
         return self._run(claims.recover(queue=queue))
 
-    def retry(self, job_id: int) -> Job:
-        """A final job (failed, cancelled or completed) back to pending, attempts reset."""
-        return self._run(admin.retry(job_id))
+    def retry(self, job_id: int, *, reset_attempts: bool = True) -> Job:
+        """A final job (failed, cancelled or completed) back to pending, attempts reset.
+        ``reset_attempts=False``: only a failed or cancelled job with attempts left, which
+        keeps the attempts it spent (else ``InvalidTransition``)."""
+        return self._run(admin.retry(job_id, reset_attempts=reset_attempts))
 
     def cancel(self, job_id: int) -> Job:
         """Cancel a pending or running job. A running task's later reports are refused."""
@@ -295,14 +297,17 @@ class QueueAPI(ABC):
         queue: str = "default",
         result: Any = None,
         include_failed: bool = False,
+        conn: Any = None,
     ) -> int:
         """The work was done elsewhere: complete the active job(s) with this key, and
-        with ``include_failed`` a failed one too (reconciliation)."""
+        with ``include_failed`` a failed one too (reconciliation). ``conn``: the caller's
+        open connection, so the jobs complete with their work (as for ``enqueue``)."""
         return self._run(
             admin.complete_by_key(
-                self.defaults, key, queue=queue, result=result, include_failed=include_failed
+                self.defaults, key, queue=queue, result=result, include_failed=include_failed,
+                conn=conn,
             )
-        )
+        )  # fmt: skip
 
     def prune(self, *, older_than: Duration, statuses: Iterable[str] = ("completed",)) -> int:
         """Delete final jobs that finished more than ``older_than`` ago."""
@@ -527,17 +532,24 @@ class QueueAPI(ABC):
     def wait(self, job_id: int, timeout: Duration | None = None, *, poll: float = 0.5) -> Job:
         """Block until the job is final, or ``timeout`` passes; returns the job as it is
         then (check ``job.is_final``). Woken by LISTEN/NOTIFY on PostgreSQL and by
-        commits of this process on SQLite; otherwise it polls every ``poll`` seconds."""
+        commits of this process on SQLite; otherwise it looks again every ``poll``
+        seconds. A remote queue long-polls its server instead."""
         limit = None if timeout is None else seconds(timeout, "timeout")
         deadline = None if limit is None else time.monotonic() + limit
         while True:
-            since = self.generation()
-            job = self.get(job_id)
-            if job is None:
-                raise JobNotFound(f"job {job_id} does not exist")
-            if job.is_final:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            job = self._watch(job_id, left, poll)
+            if job is not None:
                 return job
-            left = poll if deadline is None else min(poll, deadline - time.monotonic())
-            if left <= 0:
-                return job
-            self.wait_for_change(since, left)
+
+    def _watch(self, job_id: int, left: float | None, poll: float) -> Job | None:
+        """One step of ``wait``: the job if it is final or no time is ``left``; else
+        ``None`` once a change was heard or ``poll`` seconds passed (look again)."""
+        since = self.generation()
+        job = self.get(job_id)
+        if job is None:
+            raise JobNotFound(f"job {job_id} does not exist")
+        if job.is_final or left == 0:
+            return job
+        self.wait_for_change(since, poll if left is None else min(poll, left))
+        return None

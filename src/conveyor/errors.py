@@ -9,8 +9,9 @@
     ├── ConfigurationError   bad URL, option or environment (also ValueError)
     └── DatabaseError        the database failed or could not be reached
 
-Task code raises the two control exceptions, which are not errors of the library:
-``Retry`` (retry the job, optionally after a delay) and ``Terminal`` (fail it for good).
+Task code raises three control exceptions, which are not errors of the library:
+``Retry`` (retry the job, optionally after a delay), ``Terminal`` (fail it for good) and
+``Snooze`` (run it again later, without spending an attempt).
 """
 
 from __future__ import annotations
@@ -87,3 +88,15 @@ class Retry(Exception):
 
 class Terminal(Exception):
     """Raised by a task to fail its job for good: it is never retried."""
+
+
+class Snooze(Exception):
+    """Raised by a task to run its job again after ``delay`` (a ``timedelta`` or seconds),
+    without spending an attempt or recording an error: waiting on something (a rate
+    limit elsewhere, a file not there yet) is not a failure."""
+
+    def __init__(self, delay: timedelta | float) -> None:
+        from conveyor.retry import seconds  # conveyor.retry imports this module
+
+        self.delay = seconds(delay, "Snooze(delay)")
+        super().__init__(f"snoozed for {self.delay:g}s")

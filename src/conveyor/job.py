@@ -8,6 +8,8 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from conveyor.codec import DOC, JSON_NAME, to_json
+
 
 class Status(StrEnum):
     PENDING = "pending"
@@ -65,30 +67,37 @@ class AttemptError:
     worker: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+_NO_PROGRESS = Progress()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Job:
+    """A job as the database holds it. Its fields are listed here and nowhere else in
+    Python: the JSON form (``conveyor.codec``), the HTTP API's schema and the backends'
+    row decoder are derived from them. A field's default is its value on a new job."""
+
     id: int
     queue: str
     task: str
     payload: Any
-    key: str | None
-    status: Status
-    priority: int
+    key: str | None = None
+    status: Status = Status.PENDING
+    priority: int = 0
     run_at: datetime
-    attempts: int
+    attempts: int = 0
     max_attempts: int
-    claim_id: str | None
-    claimed_at: datetime | None
-    lease_expires_at: datetime | None
-    heartbeat_at: datetime | None
-    worker: str | None
-    progress: Progress
-    result: Any
-    error: str | None
-    error_kind: ErrorKind | None
+    claim_id: str | None = None
+    claimed_at: datetime | None = None
+    lease_expires_at: datetime | None = None
+    heartbeat_at: datetime | None = None
+    worker: str | None = None
+    progress: Progress = _NO_PROGRESS
+    result: Any = None
+    error: str | None = None
+    error_kind: ErrorKind | None = None
     created_at: datetime
-    started_at: datetime | None
-    finished_at: datetime | None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
     updated_at: datetime
     # The concurrency group, the jobs this one runs after, and how many of those are
     # not yet satisfied (claimable only at 0).
@@ -106,21 +115,9 @@ class Job:
         return self.status.is_final
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict: times as ISO 8601 strings."""
-        return {name: _plain(getattr(self, name)) for name in self.__dataclass_fields__}
-
-
-def _plain(value: Any) -> Any:
-    """A value of a job as JSON holds it."""
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if isinstance(value, StrEnum):
-        return str(value)
-    if isinstance(value, (Progress, AttemptError)):
-        return {k: _plain(getattr(value, k)) for k in value.__dataclass_fields__}
-    if isinstance(value, tuple):
-        return [_plain(v) for v in value]
-    return value
+        """The job's JSON form (``conveyor.codec``): times as ISO 8601 strings."""
+        result: dict[str, Any] = to_json(self)
+        return result
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,11 +125,11 @@ class Claim:
     """Jobs claimed together under one claim id. ``remaining`` counts the jobs of the
     queue that are claimable now (``None`` when the claim was made without counting)."""
 
-    id: str
+    id: str = field(metadata={JSON_NAME: "claim_id"})
     queue: str
     jobs: list[Job]
-    remaining: int | None = None
-    acked: int = 0
+    remaining: int | None = field(default=None, metadata={DOC: "jobs of the queue claimable now"})
+    acked: int = field(default=0, metadata={DOC: "jobs of the acknowledged claim completed first"})
 
     def __len__(self) -> int:
         return len(self.jobs)
@@ -149,21 +146,19 @@ class Stats:
     failed: int = 0
     cancelled: int = 0
     oldest_pending_at: datetime | None = None
-    # Pending jobs whose run_at is still in the future (scheduled or backing off).
-    scheduled: int = 0
-    # Running jobs whose lease has expired (their worker is presumed dead).
-    expired: int = 0
+    scheduled: int = field(default=0, metadata={DOC: "pending jobs whose run_at is in the future"})
+    expired: int = field(default=0, metadata={DOC: "running jobs whose lease has expired"})
+    # Every job, whatever its status: derived from the counts above.
+    total: int = field(init=False, default=0)
 
-    @property
-    def total(self) -> int:
-        return self.pending + self.running + self.completed + self.failed + self.cancelled
+    def __post_init__(self) -> None:
+        total = self.pending + self.running + self.completed + self.failed + self.cancelled
+        object.__setattr__(self, "total", total)
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {k: getattr(self, k) for k in self.__dataclass_fields__}
-        if self.oldest_pending_at is not None:
-            out["oldest_pending_at"] = self.oldest_pending_at.isoformat()
-        out["total"] = self.total
-        return out
+        """The counts' JSON form (``conveyor.codec``)."""
+        result: dict[str, Any] = to_json(self)
+        return result
 
 
 def sum_stats(parts: Iterable[Stats]) -> Stats:

@@ -4,7 +4,9 @@ A *notifier* has one method, ``notify(job, subscribers)``. Workers whose app has
 run a dispatcher (``conveyor.maintenance.notifications``) that finds final jobs with
 subscribers not yet told, calls the notifier, then records that they were told.
 
-- ``CallbackNotifier(fn)`` calls ``fn(job, subscriber)`` in the worker process.
+- ``CallbackNotifier(fn)`` calls ``fn(job, subscriber)`` in the worker process; a
+  subscriber whose call raised is offered again later, after a back-off
+  (``Redelivery``), and only that subscriber.
 - ``WebhookNotifier()`` turns each ``http(s)://`` subscriber into a delivery *job*
   (task ``conveyor.webhook``) that POSTs the finished job as JSON. Deliveries are durable
   and retried with backoff like any job, and a delivery is enqueued at most once per
@@ -19,7 +21,8 @@ import hashlib
 import hmac
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -47,19 +50,52 @@ Post = Callable[[str, bytes, dict[str, str], float], int]
 @runtime_checkable
 class Notifier(Protocol):
     def notify(self, job: Job, subscribers: Sequence[str]) -> None:
-        """Tell ``subscribers`` that ``job`` reached a final state. Raising leaves them
-        to be told again later only for ``DatabaseError``; other errors are logged."""
+        """Tell ``subscribers`` that ``job`` reached a final state. Raise
+        ``DeliveryFailed`` naming the subscribers not told: they are offered again after
+        a back-off (the notifier's ``redelivery``, else ``Redelivery()``). Any other
+        exception counts as all of them not told."""
+
+
+@dataclass(frozen=True)
+class Redelivery:
+    """When a failed delivery is offered again: after ``base`` seconds, doubling per
+    failure up to ``cap``; after ``max_attempts`` failures it is given up (counted as
+    told, its last error kept)."""
+
+    base: float = 5.0
+    cap: float = 3600.0
+    max_attempts: int = 10
+
+
+class DeliveryFailed(Exception):
+    """Raised by a notifier: these subscribers (``{subscriber: why}``) were not told;
+    the others of the call were."""
+
+    def __init__(self, failed: Mapping[str, str]) -> None:
+        self.failed = dict(failed)
+        super().__init__(f"{len(self.failed)} subscriber(s) not told")
 
 
 class CallbackNotifier:
-    """Calls ``callback(job, subscriber)`` for each subscriber, in the worker process."""
+    """Calls ``callback(job, subscriber)`` for each subscriber, in the worker process. A
+    call that raises is that subscriber's failed delivery: tried again per
+    ``redelivery``."""
 
-    def __init__(self, callback: Callable[[Job, str], None]) -> None:
+    def __init__(
+        self, callback: Callable[[Job, str], None], *, redelivery: Redelivery | None = None
+    ) -> None:
         self.callback = callback
+        self.redelivery = redelivery or Redelivery()
 
     def notify(self, job: Job, subscribers: Sequence[str]) -> None:
+        failed: dict[str, str] = {}
         for subscriber in subscribers:
-            self.callback(job, subscriber)
+            try:
+                self.callback(job, subscriber)
+            except Exception as exc:
+                failed[subscriber] = f"{type(exc).__name__}: {exc}"
+        if failed:
+            raise DeliveryFailed(failed)
 
 
 class WebhookNotifier:

@@ -118,14 +118,16 @@ def open_queue(queue_kind: str) -> Iterator[Callable[..., Any]]:
         # Tests use leases of a fraction of a second, below a server's usual minimum.
         app = create_app(server_queue, tokens={}, limits=Limits(min_lease_seconds=0.01))
         closers.append(server_queue.close)
+        # A server without tokens answers only loopback Host names.
         if queue_kind == "remote":
-            client = TestClient(app)
+            client = TestClient(app, base_url="http://127.0.0.1")
             client.__enter__()
             closers.append(lambda: client.__exit__(None, None, None))
             return RemoteQueue(str(client.base_url), http=client)
         assert loop is not None
-        http = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://local")
-        remote = Blocking(AsyncRemoteQueue("http://local", http=http), loop)
+        local = "http://127.0.0.1"
+        http = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=local)
+        remote = Blocking(AsyncRemoteQueue(local, http=http), loop)
         closers.append(lambda: remote.__exit__())
         return remote
 

@@ -3,7 +3,9 @@ admin resets scoped to queues, and recovery of a stale job by the next reader.""
 
 from __future__ import annotations
 
+import contextlib
 import time
+from typing import Any
 
 import pytest
 
@@ -157,3 +159,54 @@ def test_latest_and_jobs_filter_by_task_and_time(q: conveyor.Queue) -> None:
     assert [j.id for j in q.jobs(created_before=since, newest_first=True)] == [extract.id, ocr.id]
     with pytest.raises(InvalidArgument, match="created_after"):
         q.jobs(created_after="yesterday")  # type: ignore[arg-type]
+
+
+def test_a_retry_can_keep_the_attempts_spent_within_the_budget(q: conveyor.Queue) -> None:
+    job = q.enqueue("download", max_attempts=2)
+    claim = q.claim_job(job.id)
+    q.fail(job.id, claim.id, "HTTP 403", retryable=False)
+    again = q.retry(job.id, reset_attempts=False)
+    assert again.status == Status.PENDING and again.attempts == 1  # the count is kept
+    with pytest.raises(InvalidTransition, match="expected status failed or cancelled"):
+        q.retry(job.id, reset_attempts=False)  # already pending: of two callers, one wins
+    claim = q.claim_job(job.id)
+    q.fail(job.id, claim.id, "HTTP 403", retryable=False)
+    with pytest.raises(InvalidTransition, match=r"attempts are spent \(2 of 2\)"):
+        q.retry(job.id, reset_attempts=False)
+    assert q.get(job.id).status == Status.FAILED  # type: ignore[union-attr]
+    assert q.retry(job.id).attempts == 0  # an operator's retry still starts afresh
+    with pytest.raises(JobNotFound):
+        q.retry(987654, reset_attempts=False)
+    with pytest.raises(InvalidArgument, match="reset_attempts"):
+        q.retry(job.id, reset_attempts="no")  # type: ignore[arg-type]
+
+
+@pytest.mark.queue_kinds("queue")
+def test_complete_by_key_commits_with_the_callers_transaction(db_url: str) -> None:
+    q = conveyor.connect(db_url)
+    job = q.enqueue("sync", key="book-1")
+    with _app_connection(q, db_url) as conn:
+        assert q.complete_by_key("book-1", conn=conn) == 1
+        assert q.get(job.id).status == Status.PENDING  # type: ignore[union-attr]
+        conn.rollback()  # the application changed its mind: so does the queue
+        assert q.get(job.id).status == Status.PENDING  # type: ignore[union-attr]
+        assert q.complete_by_key("book-1", conn=conn, result={"id": "hc-1"}) == 1
+        conn.commit()
+    done = q.get(job.id)
+    assert done is not None and done.status == Status.COMPLETED and done.result == {"id": "hc-1"}
+    q.close()
+
+
+def _app_connection(q: conveyor.Queue, url: str) -> Any:
+    """The application's own connection to the queue's database."""
+    if q.dialect == "sqlite":
+        import sqlite3
+
+        return contextlib.closing(sqlite3.connect(url.removeprefix("sqlite:///"), timeout=10))
+    import psycopg
+
+    from tests.conftest import PG_URL
+
+    schema = url.rsplit("schema=", 1)[1]
+    conn = psycopg.connect(PG_URL, options=f"-c search_path={schema}")
+    return contextlib.closing(conn)

@@ -146,7 +146,9 @@ def test_a_stale_claim_changes_nothing(q: conveyor.Queue) -> None:
         assert old.id not in str(refused.value) and new.id not in str(refused.value)
     current = q.get(job.id)
     assert current is not None
-    assert current.status == Status.RUNNING and current.claim_id == new.id
+    # Over HTTP a read shows no claim id (a secret of its holder); the new claim's write
+    # below shows it holds the job.
+    assert current.status == Status.RUNNING and current.claim_id in (new.id, None)
     assert current.result is None and current.progress.completed is None
     assert q.complete(job.id, new.id, result="real").result == "real"
 
@@ -266,7 +268,8 @@ def test_heartbeat_keeps_a_job_from_recovery(q: conveyor.Queue) -> None:
         time.sleep(0.1)
         q.heartbeat(job.id, claim.id)
     assert q.recover() == 0
-    assert q.get(job.id).claim_id == claim.id  # type: ignore[union-attr]
+    assert q.get(job.id).status == Status.RUNNING  # type: ignore[union-attr]
+    assert q.heartbeat(job.id, claim.id).status == Status.RUNNING  # still this claim's
 
 
 def test_progress_records_absolute_values(q: conveyor.Queue) -> None:
@@ -325,9 +328,13 @@ def test_release_puts_jobs_back_and_clears_the_claim(q: conveyor.Queue) -> None:
 def test_reset_claims_older_than(q: conveyor.Queue) -> None:
     q.enqueue_many([{"task": "t"} for _ in range(2)])
     old = q.claim()
-    time.sleep(0.3)
+    claimed_old = time.monotonic()
+    time.sleep(1.0)
     young = q.claim()
-    assert q.reset_claims(timedelta(seconds=0.2)) == 1
+    # The cut-off falls half-way between the two claims, so a slow round trip (a loaded
+    # machine, a queue reached over HTTP) leaves half a second of margin on either side.
+    halfway = claimed_old + 0.5
+    assert q.reset_claims(timedelta(seconds=time.monotonic() - halfway)) == 1
     assert q.get(old.jobs[0].id).status == Status.PENDING  # type: ignore[union-attr]
     assert q.get(young.jobs[0].id).status == Status.RUNNING  # type: ignore[union-attr]
     assert q.reset_claims(0) == 1

@@ -65,6 +65,16 @@ def test_a_parameter_named_like_an_option_is_an_argument_and_using_sets_the_opti
     assert job.payload == {"key": "payload-key"} and job.key == "dedupe-key"
 
 
+def test_using_on_completed_return_never_runs_a_key_again(app: App, q: conveyor.Queue) -> None:
+    task = app.task(add)
+    first = task.using(key="once", on_completed="return").enqueue(a=1)
+    claim = q.claim()
+    q.complete(first.id, claim.id, result=1)
+    again = task.using(key="once", on_completed="return").enqueue(a=1)
+    assert again.id == first.id and again.deduplicated and again.result == 1
+    assert task.using(key="once").enqueue(a=1).id != first.id  # the default: a new run
+
+
 def test_arguments_that_are_not_json_are_refused_and_nothing_is_written(
     app: App, q: conveyor.Queue
 ) -> None:

@@ -28,6 +28,16 @@ def test_the_rescuer_returns_expired_jobs_to_pending_or_fails_them(q: conveyor.Q
     assert Rescuer(q).run_once() == 0
 
 
+def test_a_rescuer_given_queues_recovers_only_those(q: conveyor.Queue) -> None:
+    mine, theirs = q.enqueue("t", queue="mine"), q.enqueue("t", queue="theirs")
+    q.claim("mine", lease=0.05)
+    q.claim("theirs", lease=0.05)
+    time.sleep(0.2)
+    assert Rescuer(q, ["mine"]).run_once() == 1
+    assert [j.id for j in q.jobs(status="running")] == [theirs.id]  # not its business
+    assert q.jobs(status="pending")[0].id == mine.id
+
+
 def test_many_rescuers_at_once_recover_each_job_exactly_once(
     q: conveyor.Queue, db_url: str
 ) -> None:
@@ -91,3 +101,23 @@ def test_the_maintainer_runs_services_on_their_interval_and_early_when_poked(
         assert wait_for(lambda: counter.runs == 2, 5)
     finally:
         maintainer.stop()
+
+
+def test_a_worker_rescues_only_its_own_queues(q: conveyor.Queue) -> None:
+    from tests.worker.conftest import burst
+
+    app = conveyor.App(q)
+
+    @app.task(queue="mine")
+    def noop(ctx: conveyor.Context) -> None:
+        return None
+
+    stuck = q.enqueue("other.task", queue="theirs")
+    q.claim("theirs", lease=0.05)  # another kind of worker, with leases of its own
+    lost = q.enqueue(noop.name, queue="mine")
+    q.claim("mine", lease=0.05)
+    time.sleep(0.2)
+    burst(app, rescue_interval=0.05)
+    assert q.get(lost.id).status == Status.COMPLETED  # type: ignore[union-attr]
+    # (a list, unlike a read of the job, does not recover what it shows)
+    assert [j.id for j in q.jobs(status="running")] == [stuck.id]

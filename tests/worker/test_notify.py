@@ -6,6 +6,7 @@ import hashlib
 import hmac
 import json
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -16,7 +17,13 @@ import conveyor
 from conveyor import App, Context
 from conveyor.job import Job, Status
 from conveyor.maintenance import Dispatcher
-from conveyor.notify import WEBHOOK_QUEUE, WEBHOOK_TASK, CallbackNotifier, WebhookNotifier
+from conveyor.notify import (
+    WEBHOOK_QUEUE,
+    WEBHOOK_TASK,
+    CallbackNotifier,
+    Redelivery,
+    WebhookNotifier,
+)
 from tests.worker.conftest import burst
 
 
@@ -49,13 +56,43 @@ def test_every_subscriber_of_a_finished_job_is_told_once(q: conveyor.Queue) -> N
     assert dispatcher.run_once() == 2
 
 
-def test_a_failing_notifier_does_not_stall_the_others(q: conveyor.Queue) -> None:
+def test_a_failed_delivery_is_retried_after_a_back_off_not_marked_told(
+    q: conveyor.Queue,
+) -> None:
+    calls: list[str] = []
+
+    def closed_once(job: Job, subscriber: str) -> None:
+        calls.append(subscriber)
+        if subscriber == "a" and calls.count("a") == 1:
+            raise RuntimeError("direct messages closed")
+
+    job = q.enqueue("t", key="k", subscriber="a")
+    q.enqueue("t", key="k", subscriber="b")
+    q.cancel(job.id)
+    notifier = CallbackNotifier(closed_once, redelivery=Redelivery(base=0.2, max_attempts=3))
+    dispatcher = Dispatcher(q, notifier)
+    assert dispatcher.run_once() == 1  # b told; a's failure does not stall b
+    assert dispatcher.run_once() == 0  # a is backing off
+    time.sleep(0.3)
+    assert dispatcher.run_once() == 1 and calls == ["a", "b", "a"]  # told once, later
+    assert dispatcher.run_once() == 0
+
+
+def test_a_delivery_that_keeps_failing_is_given_up(q: conveyor.Queue) -> None:
+    calls: list[str] = []
+
     def broken(job: Job, subscriber: str) -> None:
+        calls.append(subscriber)
         raise RuntimeError("no")
 
     q.enqueue("t", subscriber="a")
     q.cancel(q.jobs()[0].id)
-    assert Dispatcher(q, CallbackNotifier(broken)).run_once() == 1
+    redelivery = Redelivery(base=0.01, max_attempts=3)
+    dispatcher = Dispatcher(q, CallbackNotifier(broken, redelivery=redelivery))
+    for _ in range(5):
+        assert dispatcher.run_once() == 0
+        time.sleep(0.1)  # longer than any back-off here (0.01, 0.02)
+    assert calls == ["a", "a", "a"]  # three failed deliveries, then given up
     assert q.take_notifications() == []
 
 

@@ -43,7 +43,7 @@ async def connect(
             conveyor.connect, target, migrate=migrate, schema=schema, **options
         )
         return AsyncQueue(queue)
-    try:
+    try:  # psycopg is an optional extra: imported when a PostgreSQL URL asks for it
         from conveyor.backends.postgres.aio import AsyncPostgresBackend
     except ImportError as exc:
         raise ConfigurationError(

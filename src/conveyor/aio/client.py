@@ -4,7 +4,6 @@ same answers, the same exceptions."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
@@ -14,21 +13,20 @@ from conveyor.aio.contract import AsyncQueueAPI
 from conveyor.client import (
     MISSING_IS_NONE,
     answer,
+    content_headers,
     decode,
     encode_body,
-    job_path,
     query_params,
     request_for,
+    watch_request,
+    watch_result,
 )
-from conveyor.codec import job_from_json
 from conveyor.errors import DatabaseError, InvalidArgument, JobNotFound
 from conveyor.job import Job
 from conveyor.ops import Call
-from conveyor.ops.defaults import Defaults, Duration
-from conveyor.retry import seconds
+from conveyor.ops.defaults import Defaults
 
 T = TypeVar("T")
-_WAIT_SLICE = 30.0
 
 
 class AsyncRemoteQueue(AsyncQueueAPI):
@@ -68,20 +66,10 @@ class AsyncRemoteQueue(AsyncQueueAPI):
         result: T = decode(call.op, data, status)
         return result
 
-    async def wait(self, job_id: int, timeout: Duration | None = None, *, poll: float = 0.5) -> Job:
-        """Long polls the server until the job is final or ``timeout`` passes."""
-        limit = None if timeout is None else seconds(timeout, "timeout")
-        deadline = None if limit is None else time.monotonic() + limit
-        path = f"{job_path(job_id)}/wait"
-        while True:
-            left = _WAIT_SLICE if deadline is None else max(0.0, deadline - time.monotonic())
-            slice_s = min(left, _WAIT_SLICE)
-            data, _ = await self._send(
-                "GET", path, None, {"timeout": round(slice_s, 3)}, timeout=self.timeout + slice_s
-            )
-            job = job_from_json(data)
-            if job.is_final or (deadline is not None and time.monotonic() >= deadline):
-                return job
+    async def _watch(self, job_id: int, left: float | None, poll: float) -> Job | None:
+        method, path, query, slice_s = watch_request(job_id, left)
+        data, _ = await self._send(method, path, None, query, timeout=self.timeout + slice_s)
+        return watch_result(data, left)
 
     async def _send(
         self,
@@ -93,7 +81,7 @@ class AsyncRemoteQueue(AsyncQueueAPI):
         timeout: float | None = None,
     ) -> tuple[Any, int]:
         content = encode_body(body)
-        headers = {"Content-Type": "application/json"} if content is not None else None
+        headers = content_headers(method, content)
         try:
             response = await self._http.request(
                 method, path, content=content, headers=headers, params=query_params(query),

@@ -28,6 +28,7 @@ class AsyncQueue(AsyncQueueAPI):
     ``await conveyor.aio.connect(url)``."""
 
     def __init__(self, backend: AsyncBackend | Queue, *, defaults: Defaults | None = None) -> None:
+        self._listening = False
         if isinstance(backend, Queue):
             self._threaded: Queue | None = backend
             self._backend: AsyncBackend | None = None
@@ -88,6 +89,13 @@ class AsyncQueue(AsyncQueueAPI):
     async def wait_for_change(self, since: int, timeout: float) -> bool:
         if self._backend is not None:
             return await self._backend.wait_for_change(since, timeout)
+        threaded = self._threaded
+        assert threaded is not None
+        if threaded.listens and not self._listening:
+            # A synchronous PostgreSQL queue starts its listener thread on the first
+            # wait; from then on its counter moves with other processes' changes.
+            await asyncio.to_thread(threaded.wait_for_change, since, 0)
+            self._listening = True
         deadline = time.monotonic() + max(0.0, timeout)
         while self.generation() == since:
             left = deadline - time.monotonic()

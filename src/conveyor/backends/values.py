@@ -1,20 +1,34 @@
 """How a database dialect stores conveyor's values, and how its rows become ``Job``
-objects. Shared by the synchronous and asynchronous backends of a dialect."""
+objects. Shared by the synchronous and asynchronous backends of a dialect.
+
+The row decoder is derived from ``Job``'s dataclass fields and their types, so a field
+added to ``Job`` (and its column, in the migrations) is read without a line here."""
 
 from __future__ import annotations
 
 import json
+import typing
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import MISSING
 from datetime import datetime
-from typing import Any, ClassVar
+from enum import Enum
+from functools import cached_property
+from typing import Any, ClassVar, NamedTuple
 
-from conveyor.job import AttemptError, ErrorKind, Job, Progress, Status
+from conveyor.codec import json_fields
+from conveyor.job import AttemptError, Job, Progress
 
 Row = Mapping[str, Any]
+Read = Callable[[Any], Any]
+# (attribute, column or JSON member, how its value is read (None: as it is), what a
+# NULL reads as (None, or the field's default when it cannot be None))
+Plan = tuple[tuple[str, str, Read | None, Any], ...]
 
-_STATUSES = {status.value: status for status in Status}
-_ERROR_KINDS = {kind.value: kind for kind in ErrorKind}
+# Where a field of ``Job`` lives when not in the column of its name (``group`` is an SQL
+# keyword). A nested value (``progress``) is spread over columns ``<field>_<member>``.
+_COLUMNS = {"group": "job_group"}
+_NOT_STORED = {"deduplicated"}  # how enqueue found the job, not a property of it
 _NO_PROGRESS = Progress()
 
 
@@ -33,70 +47,74 @@ class Values(ABC):
 
     def decode_job(self, row: Row, *, deduplicated: bool = False) -> Job:
         # Hot path: every claimed and completed job passes here, so NULLs skip the
-        # decoders and a job without progress shares one empty Progress.
-        t = self.decode_time
-        j = self.decode_json
-        total, done = row["progress_total"], row["progress_completed"]
-        failed, current = row["progress_failed"], row["progress_current"]
-        checkpoint, detail = row["progress_checkpoint"], row["progress_detail"]
-        if (total is None and done is None and failed is None and current is None
-                and checkpoint is None and detail is None):  # fmt: skip
-            progress = _NO_PROGRESS
+        # readers and a job without progress shares one empty Progress.
+        values = self._read(row, self._job_plan)
+        plan = self._progress_plan
+        for _, column, _, _ in plan:
+            if row[column] is not None:
+                progress = Progress(**self._read(row, plan))
+                break
         else:
-            progress = Progress(
-                total=total,
-                completed=done,
-                failed=failed,
-                current=None if current is None else j(current),
-                checkpoint=None if checkpoint is None else j(checkpoint),
-                detail=None if detail is None else j(detail),
-            )
-        payload, result, kind = row["payload"], row["result"], row["error_kind"]
-        deps, errors = row["depends_on"], row["errors"]
-        claimed_at, lease, beat = row["claimed_at"], row["lease_expires_at"], row["heartbeat_at"]
-        started_at, finished_at = row["started_at"], row["finished_at"]
-        return Job(
-            id=row["id"],
-            queue=row["queue"],
-            task=row["task"],
-            payload=None if payload is None else j(payload),
-            key=row["key"],
-            status=_STATUSES[row["status"]],
-            priority=row["priority"],
-            run_at=t(row["run_at"]),  # type: ignore[arg-type]
-            attempts=row["attempts"],
-            max_attempts=row["max_attempts"],
-            claim_id=row["claim_id"],
-            claimed_at=None if claimed_at is None else t(claimed_at),
-            lease_expires_at=None if lease is None else t(lease),
-            heartbeat_at=None if beat is None else t(beat),
-            worker=row["worker"],
-            progress=progress,
-            result=None if result is None else j(result),
-            error=row["error"],
-            error_kind=_ERROR_KINDS[kind] if kind else None,
-            created_at=t(row["created_at"]),  # type: ignore[arg-type]
-            started_at=None if started_at is None else t(started_at),
-            finished_at=None if finished_at is None else t(finished_at),
-            updated_at=t(row["updated_at"]),  # type: ignore[arg-type]
-            group=row["job_group"],
-            depends_on=() if deps is None else tuple(j(deps)),
-            waiting_for=row["waiting_for"],
-            errors=() if errors is None else self._attempt_errors(j(errors)),
-            deduplicated=deduplicated,
+            progress = _NO_PROGRESS
+        return Job(**values, progress=progress, deduplicated=deduplicated)
+
+    @staticmethod
+    def _read(row: Row, plan: Plan) -> dict[str, Any]:
+        return {
+            name: null if (raw := row[column]) is None else raw if read is None else read(raw)
+            for name, column, read, null in plan
+        }
+
+    @cached_property
+    def _job_plan(self) -> Plan:
+        return tuple(
+            (f.attribute, _COLUMNS.get(f.attribute, f.attribute), self._reader(f.hint), f.null)
+            for f in _stored_fields(Job)
+            if f.attribute not in _NOT_STORED and f.attribute != "progress"
         )
 
-    def _attempt_errors(self, entries: list[dict[str, Any]]) -> tuple[AttemptError, ...]:
+    @cached_property
+    def _progress_plan(self) -> Plan:
         return tuple(
-            AttemptError(
-                attempt=int(e["attempt"]),
-                error=e["error"] or "",
-                kind=_ERROR_KINDS.get(e["kind"], ErrorKind.RETRYABLE),
-                at=self._json_time(e["at"]),
-                worker=e.get("worker"),
-            )
-            for e in entries
+            (f.attribute, f"progress_{f.attribute}", self._reader(f.hint), f.null)
+            for f in _stored_fields(Progress)
         )
+
+    @cached_property
+    def _attempt_plan(self) -> Plan:
+        # An attempt's entry is a JSON object whose times are as the dialect's JSON
+        # holds them (``_json_time``).
+        return tuple(
+            (f.attribute, f.attribute, self._reader(f.hint, time=self._json_time), f.null)
+            for f in _stored_fields(AttemptError)
+        )
+
+    def _attempt_errors(self, raw: Any) -> tuple[AttemptError, ...]:
+        plan = self._attempt_plan
+        # An entry written before a member existed lacks it: it reads as null.
+        return tuple(
+            AttemptError(**self._read(_Defaulting(entry), plan)) for entry in self.decode_json(raw)
+        )
+
+    def _reader(self, hint: Any, *, time: Read | None = None) -> Read | None:
+        """How a stored value of type ``hint`` is read; None: it is stored as it is
+        (integers and text)."""
+        args = typing.get_args(hint)
+        if type(None) in args:  # Optional: NULLs never reach a reader
+            inner = [a for a in args if a is not type(None)]
+            return self._reader(inner[0], time=time) if len(inner) == 1 else self.decode_json
+        if hint is datetime:
+            return time or self.decode_time
+        if isinstance(hint, type) and issubclass(hint, Enum):
+            return {member.value: member for member in hint}.__getitem__
+        if typing.get_origin(hint) is tuple:  # a JSON array
+            if args[0] is AttemptError:
+                return self._attempt_errors
+            decode = self.decode_json
+            return lambda raw: tuple(decode(raw))
+        if hint is Any:
+            return self.decode_json
+        return None
 
     def _json_time(self, value: Any) -> datetime:
         """A time stored inside JSON: epoch seconds (SQLite) or ISO 8601 (PostgreSQL)."""
@@ -109,3 +127,27 @@ class Values(ABC):
     @staticmethod
     def json_param(items: Any) -> str:
         return json.dumps(items, separators=(",", ":"), ensure_ascii=False)
+
+
+class _Stored(NamedTuple):
+    attribute: str
+    hint: Any
+    null: Any  # what a NULL reads as
+
+
+def _stored_fields(cls: type[Any]) -> list[_Stored]:
+    """The fields of ``cls`` with what a NULL in the database means for each: None, or
+    for a field that cannot be None (an empty tuple, say) its default."""
+    out = []
+    for f in json_fields(cls):
+        default = cls.__dataclass_fields__[f.attribute].default
+        nullable = f.hint is Any or type(None) in typing.get_args(f.hint)
+        out.append(
+            _Stored(f.attribute, f.hint, None if nullable or default is MISSING else default)
+        )
+    return out
+
+
+class _Defaulting(dict[str, Any]):
+    def __missing__(self, key: str) -> None:
+        return None

@@ -4,7 +4,8 @@ It takes final jobs whose subscribers were not told of their latest finish (atom
 for a lease, so concurrent dispatchers in any process never take the same ones), calls
 the notifier, then records them as told. A crash in between means they are offered
 again once the lease ends (at least once); ``WebhookNotifier`` makes that second time a
-no-op with a dedupe key.
+no-op with a dedupe key. Subscribers the notifier failed to tell are offered again after
+a back-off (``Redelivery``), not recorded as told.
 Jobs finished any way at all are covered: by a worker, ``cancel``, ``recover`` or an
 HTTP client."""
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 import logging
 
 from conveyor.errors import DatabaseError
-from conveyor.notify import Notifier
+from conveyor.notify import DeliveryFailed, Notifier, Redelivery
 from conveyor.queue import Queue
 
 log = logging.getLogger("conveyor.notify")
@@ -33,21 +34,41 @@ class Dispatcher:
 
     def run_once(self) -> int:
         """One pass; returns how many subscribers were told."""
+        redelivery = getattr(self.notifier, "redelivery", None)
+        if not isinstance(redelivery, Redelivery):
+            redelivery = Redelivery()
         told = 0
         for _ in range(_MAX_BATCHES):
             pending = self.queue.take_notifications(limit=self.batch)
             if not pending:
                 break
             done: list[tuple[int, str]] = []
+            failed: dict[str, list[tuple[int, str]]] = {}  # error -> deliveries
             for job, subscribers in pending:
+                missed: dict[str, str] = {}
                 try:
                     self.notifier.notify(job, subscribers)
                 except DatabaseError:
                     raise  # nothing recorded; the next pass tries again
-                except Exception:
+                except DeliveryFailed as exc:
+                    missed = {s: why for s, why in exc.failed.items() if s in subscribers}
+                except Exception as exc:
                     # A broken notifier must not stall every other announcement.
-                    log.exception("notifier failed for job %d; not retried", job.id)
-                done += [(job.id, s) for s in subscribers]
+                    log.exception("notifier failed for job %d; offered again later", job.id)
+                    missed = dict.fromkeys(subscribers, f"{type(exc).__name__}: {exc}")
+                for subscriber in subscribers:
+                    if subscriber in missed:
+                        failed.setdefault(missed[subscriber], []).append((job.id, subscriber))
+                    else:
+                        done.append((job.id, subscriber))
             self.queue.mark_notified(done)
+            for error, items in failed.items():
+                self.queue.retry_notifications(
+                    items,
+                    error[:4000],
+                    base=redelivery.base,
+                    cap=redelivery.cap,
+                    max_attempts=redelivery.max_attempts,
+                )
             told += len(done)
         return told

@@ -13,23 +13,45 @@ from conveyor.ops.defaults import Defaults, job_id
 from conveyor.retry import seconds
 
 
-def retry(job: Any) -> Call[Job]:
-    """A final job (failed, cancelled or completed) back to pending, attempts reset."""
+def retry(job: Any, *, reset_attempts: Any = True) -> Call[Job]:
+    """A final job (failed, cancelled or completed) back to pending, attempts reset; or,
+    with ``reset_attempts=False``, a failed or cancelled one that has attempts left,
+    keeping the count (retries within a budget)."""
     jid = job_id(job)
+    if not isinstance(reset_attempts, bool):
+        raise InvalidArgument(f"reset_attempts: expected true or false, got {reset_attempts!r}")
+    query = "reopen_job" if reset_attempts else "reopen_job_within_attempts"
 
     def build(v: Values) -> Plan[Job]:
         try:
-            rows = yield Query("reopen_job", {"id": jid})
+            rows = yield Query(query, {"id": jid})
         except DuplicateJob:
             raise InvalidTransition(
                 f"cannot retry job {jid}: another active job has its key"
             ) from None
         if not rows:
-            yield from refuse_status(jid, "retry", "completed, failed or cancelled")
+            if reset_attempts:
+                yield from refuse_status(jid, "retry", "completed, failed or cancelled")
+            yield from refuse_spent(jid)
         yield Announce(queues=[rows[0]["queue"]])
         return v.decode_job(rows[0])
 
-    return Call("retry", {"job_id": jid}, build)
+    return Call("retry", {"job_id": jid, "reset_attempts": reset_attempts}, build)
+
+
+def refuse_spent(job: int) -> Plan[NoReturn]:
+    rows = yield Query("get_job", {"id": job})
+    if not rows:
+        raise JobNotFound(f"cannot retry job {job}: it does not exist")
+    row = rows[0]
+    if row["status"] not in ("failed", "cancelled"):
+        raise InvalidTransition(
+            f"cannot retry job {job}: expected status failed or cancelled, found {row['status']}"
+        )
+    raise InvalidTransition(
+        f"cannot retry job {job}: its attempts are spent "
+        f"({row['attempts']} of {row['max_attempts']})"
+    )
 
 
 def cancel(job: Any) -> Call[Job]:
@@ -47,7 +69,7 @@ def cancel(job: Any) -> Call[Job]:
 
 
 def complete_by_key(
-    d: Defaults, key: Any, *, queue: Any, result: Any, include_failed: Any
+    d: Defaults, key: Any, *, queue: Any, result: Any, include_failed: Any, conn: Any = None
 ) -> Call[int]:
     """The work was done elsewhere: complete the active job(s) with this key, and with
     ``include_failed`` the failed ones too (reconciliation)."""
@@ -67,7 +89,7 @@ def complete_by_key(
 
     wire = {"key": params["key"], "queue": params["queue"], "result": result,
             "include_failed": include_failed}  # fmt: skip
-    return Call("complete_by_key", wire, build)
+    return Call("complete_by_key", wire, build, conn=conn)
 
 
 def prune(*, older_than: Any, statuses: Iterable[str]) -> Call[int]:

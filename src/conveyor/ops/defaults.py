@@ -36,7 +36,7 @@ class Defaults:
 
     def __post_init__(self) -> None:
         check.integer(self.max_attempts, "default_max_attempts", low=1, high=1_000_000)
-        check.integer(self.max_payload_bytes, "max_payload_bytes", low=1, high=2**31 - 1)
+        check.integer(self.max_payload_bytes, "max_payload_bytes", low=1, high=check.INT32)
         if not callable(getattr(self.backoff, "delay", None)):
             raise InvalidArgument("backoff: expected a policy with a delay(attempt) method")
 

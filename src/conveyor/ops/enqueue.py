@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from conveyor import validation as check
 from conveyor.errors import DuplicateJob, InvalidArgument
-from conveyor.job import ACTIVE_STATUSES, FINAL_STATUSES, Job, Progress, Status
+from conveyor.job import ACTIVE_STATUSES, FINAL_STATUSES, Job, Status
 from conveyor.ops import Announce, Call, Once, Plan, Query, Row, Values
 from conveyor.ops.defaults import Defaults, Duration, job_id
 from conveyor.retry import seconds
@@ -25,7 +25,6 @@ ENQUEUE_FIELDS = frozenset(
      "group", "after", "on_dependency_failure"}
 )  # fmt: skip
 MAX_DEPENDENCIES = 1000
-_NO_PROGRESS = Progress()
 _BULK_CHUNK = 1000
 _RACE_ROUNDS = 10
 
@@ -95,23 +94,10 @@ class NewJob:
             task=self.task,
             payload=None if self.payload_json is None else json.loads(self.payload_json),
             key=self.key,
-            status=Status.PENDING,
             priority=self.priority,
             run_at=run_at,
-            attempts=0,
             max_attempts=self.max_attempts,
-            claim_id=None,
-            claimed_at=None,
-            lease_expires_at=None,
-            heartbeat_at=None,
-            worker=None,
-            progress=_NO_PROGRESS,
-            result=None,
-            error=None,
-            error_kind=None,
             created_at=created,
-            started_at=None,
-            finished_at=None,
             updated_at=created,
             group=self.group,
             depends_on=self.after,

@@ -19,6 +19,9 @@ from conveyor.ops import Call, Plan, Query, Row, Values
 # A claim of a queue with group caps looks at most this many jobs past the ones its
 # groups hold back, so one crowded group cannot make claims scan the whole backlog.
 MAX_SCAN = 10_000
+# With group caps, candidates are read a page at a time: twice the claim's size first
+# (most are taken), doubling while groups hold jobs back, up to _PAGE.
+_FIRST_PAGE = 16
 _PAGE = 500
 
 
@@ -150,8 +153,8 @@ def _pick(v: Values, settings: Row, queue: str, budget: int) -> Plan[list[int]]:
     room: dict[str, int] = {}  # how many more of each group may start now
     cursor: Row | None = None
     scanned = 0
+    page = min(_PAGE, max(_FIRST_PAGE, 2 * budget)) if grouped else budget
     while len(picked) < budget and scanned < MAX_SCAN:
-        page = _PAGE if grouped else budget
         where = {"queue": queue, "limit": page, "id": None, "priority": None}
         if cursor is not None:
             where.update(id=cursor["id"], priority=cursor["priority"])
@@ -174,6 +177,7 @@ def _pick(v: Values, settings: Row, queue: str, budget: int) -> Plan[list[int]]:
         if not grouped or len(rows) < page:
             break
         cursor = rows[-1]
+        page = min(_PAGE, 2 * page)
     return picked
 
 

@@ -124,7 +124,8 @@ def run_schedule_slot(
 ) -> Call[Job | None]:
     """Enqueue the schedule's job for ``slot``, unless that slot (or a later one) was
     already taken: one guarded update decides, in the same transaction as the insert,
-    so any number of workers enqueue each slot exactly once."""
+    so any number of workers enqueue each slot exactly once. The job's ``run_at`` is
+    the slot, so each job says which slot it stands for."""
     params = {
         "name": check.name(name, "schedule"),
         "slot": check.timestamp(slot, "slot"),
@@ -132,7 +133,7 @@ def run_schedule_slot(
     }
     if params["slot"] is None:
         raise InvalidArgument("slot: expected a datetime")
-    job: NewJob = new_job(d, task, payload, queue, None, priority, None, max_attempts)
+    job: NewJob = new_job(d, task, payload, queue, None, priority, params["slot"], max_attempts)
 
     def build(v: Values) -> Plan[Job | None]:
         taken = yield Query("take_schedule_slot", _encoded(v, params))

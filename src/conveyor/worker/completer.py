@@ -104,11 +104,12 @@ class Completer:
                 batch = self._inbox[: self.max_batch]
                 del self._inbox[: self.max_batch]
             try:
-                # Results and errors are separate statements: each retries on its own,
-                # so one committed half is never re-sent as if it had failed.
+                # Results, errors and snoozes are separate statements: each retries on
+                # its own, so one committed part is never re-sent as if it had failed.
                 for part in (
                     [o for o in batch if o.completed],
-                    [o for o in batch if not o.completed],
+                    [o for o in batch if o.error is not None],
+                    [o for o in batch if o.snooze is not None],
                 ):
                     if part:
                         self._on_flushed(self._write(part))
@@ -148,6 +149,7 @@ class Completer:
                 merged = Written(
                     [j for p in parts for j in p.written.jobs],
                     [o for p in parts for o in p.written.refused],
+                    [i for p in parts for i in p.written.snoozed],
                 )
                 unwritten = [o for p in parts for o in p.unwritten]
                 return Flushed(batch, merged, uncertain=failures > 0, unwritten=unwritten)

@@ -1,9 +1,11 @@
 """How a run of a task ends, and how many endings are written at once.
 
 A task's return value becomes the job's result; ``Retry`` and ``Terminal`` say what to
-do explicitly; any other exception is retryable unless the task lists the exceptions
-that are (``retry_on``). Endings are written with ``complete_many``/``fail_many``, whose
-claim guard silently leaves out jobs the claim no longer holds: those are *refused*."""
+do explicitly; ``Snooze`` puts the job back for later without spending an attempt; any
+other exception is retryable unless the task lists the exceptions that are
+(``retry_on``). Endings are written with ``complete_many``/``fail_many``/``report``,
+whose claim guard silently leaves out jobs the claim no longer holds: those are
+*refused*."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conveyor import validation as check
-from conveyor.errors import InvalidArgument, Retry, Terminal
+from conveyor.errors import InvalidArgument, Retry, Snooze, Terminal
 from conveyor.job import Job
 from conveyor.queue import Queue
 from conveyor.retry import BackoffPolicy, seconds
@@ -24,17 +26,19 @@ MAX_ERROR_CHARS = 8000
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """The end of one run: a result, or an error to record."""
+    """The end of one run: a result, an error to record, or a snooze (``snooze``: the
+    delay in seconds before the job runs again)."""
 
     job: Job
     result: Any = None
     error: str | None = None
     retryable: bool = False
     delay: float = 0.0
+    snooze: float | None = None
 
     @property
     def completed(self) -> bool:
-        return self.error is None
+        return self.error is None and self.snooze is None
 
     @property
     def claim_id(self) -> str:
@@ -48,6 +52,7 @@ class Written:
 
     jobs: list[Job] = field(default_factory=list)
     refused: list[Outcome] = field(default_factory=list)
+    snoozed: list[int] = field(default_factory=list)  # ids of the jobs put back for later
 
 
 def succeeded(job: Job, result: Any, *, max_bytes: int) -> Outcome:
@@ -71,6 +76,8 @@ def from_exception(
     retry_on: tuple[type[BaseException], ...] | None = None,
 ) -> Outcome:
     """Classify what a task raised."""
+    if isinstance(exc, Snooze):
+        return Outcome(job, snooze=exc.delay)
     if isinstance(exc, Terminal):
         return failed(job, _describe(exc, with_traceback=False))
     if isinstance(exc, Retry):
@@ -112,9 +119,10 @@ def one_line(exc: BaseException) -> str:
 
 
 def write(queue: Queue, outcomes: Sequence[Outcome]) -> Written:
-    """Write endings in (at most) two statements: one for results, one for errors."""
+    """Write endings in (at most) three statements: results, errors and snoozes."""
     done = [o for o in outcomes if o.completed]
-    bad = [o for o in outcomes if not o.completed]
+    bad = [o for o in outcomes if o.error is not None]
+    later = [o for o in outcomes if o.snooze is not None]
     jobs: list[Job] = []
     if done:
         jobs += queue.complete_many([(o.job.id, o.claim_id, o.result) for o in done])
@@ -122,7 +130,12 @@ def write(queue: Queue, outcomes: Sequence[Outcome]) -> Written:
         jobs += queue.fail_many(
             [(o.job.id, o.claim_id, o.error or "", o.retryable, o.delay) for o in bad]
         )
+    snoozed: list[int] = []
+    if later:
+        snoozed = list(
+            queue.report(snoozed=[(o.job.id, o.claim_id, o.snooze or 0.0) for o in later])
+        )
     # One batch holds one ending per job: a job is claimed again only after its
     # earlier ending was written, so ids identify the outcomes.
-    changed = {j.id for j in jobs}
-    return Written(jobs, [o for o in outcomes if o.job.id not in changed])
+    changed = {j.id for j in jobs}.union(snoozed)
+    return Written(jobs, [o for o in outcomes if o.job.id not in changed], snoozed)

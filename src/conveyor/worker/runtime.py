@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from conveyor import validation as check
 from conveyor.errors import ConfigurationError, DatabaseError
 from conveyor.job import Job
-from conveyor.maintenance import Dispatcher, Maintainer, Pruner, Rescuer, Retention
+from conveyor.maintenance import Dispatcher, Maintainer, Pruner, Rescuer, Retention, Scheduler
 from conveyor.queue import Duration, Queue
 from conveyor.retry import seconds
 from conveyor.worker import execution, outcome
@@ -151,9 +151,13 @@ class Worker:
             on_db_error=self._db_error,
         )
         self._maintainer = Maintainer()
-        self._maintainer.add(Rescuer(q), self.rescue_interval)  # a first pass at start
+        # A first pass at start; only this worker's queues (others may have other leases).
+        self._maintainer.add(Rescuer(q, self.queues), self.rescue_interval)
         if self.retention is not None:
             self._maintainer.add(Pruner(q, self.retention), self.prune_interval)
+        if self.app.schedules:  # @app.periodic: every worker helps, none leads
+            scheduler = Scheduler(q, self.app.schedules.values())
+            self._maintainer.add(scheduler, scheduler.interval)
         self._dispatcher: Dispatcher | None = None
         if self.app.notifier is not None:
             self._dispatcher = Dispatcher(q, self.app.notifier)
@@ -272,6 +276,7 @@ class Worker:
                     "refused stale write: job %d (this worker's claim no longer holds it)",
                     o.job.id,
                 )
+        self.stats.add(snoozed=len(flushed.written.snoozed))
         finals = 0
         for job in flushed.written.jobs:
             if job.status == "completed":

@@ -12,6 +12,7 @@ class WorkerStats:
     completed: int = 0  # endings written: completed
     failed: int = 0  # failed for good
     retried: int = 0  # failed, back to pending for another attempt
+    snoozed: int = 0  # back to pending for later, no attempt spent (the task raised Snooze)
     stale_refused: int = 0  # endings the claim guard refused: someone else holds the job
     uncertain: int = 0  # refusals after a connection error (maybe our own earlier write)
     leases_lost: int = 0  # running tasks told their claim was gone

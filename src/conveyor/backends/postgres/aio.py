@@ -19,7 +19,9 @@ from conveyor.backends.aio import AsyncBackend, AsyncSession
 from conveyor.backends.postgres.dialect import (
     ANNOUNCING,
     PostgresValues,
+    in_own_block,
     notification,
+    read_as_conveyor,
     translated,
 )
 from conveyor.backends.values import Row
@@ -29,9 +31,18 @@ log = logging.getLogger("conveyor.postgres")
 
 
 class _AsyncPostgresSession(AsyncSession):
-    def __init__(self, conn: psycopg.AsyncConnection[Any], queries: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        conn: psycopg.AsyncConnection[Any],
+        queries: Mapping[str, str],
+        *,
+        caller: bool = False,
+    ) -> None:
         super().__init__()
-        self._cur = conn.cursor(row_factory=dict_row)
+        # A plain cursor, whatever cursor class the connection's owner chose.
+        self._cur = psycopg.AsyncCursor(conn, row_factory=dict_row)
+        if caller:
+            read_as_conveyor(self._cur.adapters)
         self._queries = queries
 
     async def all(self, query: str, params: Mapping[str, Any] | None = None) -> list[Row]:
@@ -140,8 +151,13 @@ class AsyncPostgresBackend(PostgresValues, AsyncBackend):
         # Inside the caller's transaction we work in a savepoint, so an error of ours
         # never aborts their transaction; the jobs commit or roll back with it.
         with translated():
-            async with conn.transaction():
-                session = _AsyncPostgresSession(conn, self._queries)
+            if in_own_block(conn):
+                async with conn.transaction():
+                    session = _AsyncPostgresSession(conn, self._queries, caller=True)
+                    yield session
+                    await session.send_notification(self.channel)
+            else:
+                session = _AsyncPostgresSession(conn, self._queries, caller=True)
                 yield session
                 await session.send_notification(self.channel)
 

@@ -22,7 +22,9 @@ from conveyor.backends.base import Backend, Session
 from conveyor.backends.postgres.dialect import (
     ANNOUNCING,
     PostgresValues,
+    in_own_block,
     notification,
+    read_as_conveyor,
     translated,
 )
 from conveyor.backends.values import Row
@@ -32,9 +34,14 @@ log = logging.getLogger("conveyor.postgres")
 
 
 class _PostgresSession(Session):
-    def __init__(self, conn: psycopg.Connection[Any], queries: Mapping[str, str]) -> None:
+    def __init__(
+        self, conn: psycopg.Connection[Any], queries: Mapping[str, str], *, caller: bool = False
+    ) -> None:
         super().__init__()
-        self._cur = conn.cursor(row_factory=dict_row)
+        # A plain cursor, whatever cursor class the connection's owner chose.
+        self._cur = psycopg.Cursor(conn, row_factory=dict_row)
+        if caller:
+            read_as_conveyor(self._cur.adapters)
         self._queries = queries
 
     def all(self, query: str, params: Mapping[str, Any] | None = None) -> list[Row]:
@@ -88,7 +95,17 @@ class PostgresBackend(PostgresValues, Backend):
             self._pool.close()
             raise DatabaseError(
                 f"cannot connect to PostgreSQL at {self.describe()} within {connect_timeout:g}s"
+                f": {self._why_unreachable()}"
             ) from None
+
+    def _why_unreachable(self) -> str:
+        """The server's reason, from one direct attempt (the pool only says it timed out)."""
+        try:
+            psycopg.connect(self._conninfo, connect_timeout=2).close()
+        except psycopg.Error as exc:
+            lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+            return lines[0] if lines else type(exc).__name__
+        return "the server answered only after the pool gave up"
 
     @staticmethod
     def _configure(conn: psycopg.Connection[Any]) -> None:
@@ -139,14 +156,13 @@ class PostgresBackend(PostgresValues, Backend):
             )
         # Inside the caller's transaction we work in a savepoint, so an error of ours
         # never aborts their transaction; the jobs commit or roll back with it.
-        in_tx = conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
-        if in_tx:
+        if in_own_block(conn):
             with translated(), conn.transaction():
-                session = _PostgresSession(conn, self._queries)
+                session = _PostgresSession(conn, self._queries, caller=True)
                 yield session
                 session.send_notification(self.channel)
         else:
-            session = _PostgresSession(conn, self._queries)
+            session = _PostgresSession(conn, self._queries, caller=True)
             yield session
             session.send_notification(self.channel)
 

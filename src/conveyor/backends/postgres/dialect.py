@@ -14,6 +14,9 @@ from typing import Any
 import psycopg
 from psycopg import errors as pgerrors
 from psycopg import sql
+from psycopg.adapt import AdaptersMap
+from psycopg.types.datetime import TimestamptzLoader
+from psycopg.types.json import JsonbLoader
 from psycopg_pool import PoolTimeout
 
 from conveyor.backends.sql import Migration, load_migrations, load_queries
@@ -81,6 +84,23 @@ class PostgresValues(Values):
         port = params.get("port", 5432)
         where = f"postgresql://{params.get('user', '')}@{host}:{port}/{params.get('dbname', '')}"
         return where if self.schema == "public" else f"{where}?schema={self.schema}"
+
+
+def read_as_conveyor(adapters: AdaptersMap) -> None:
+    """Make a cursor on a caller's connection read values as conveyor's own connections
+    do, whatever that connection was configured with (Django reads jsonb as text and
+    timestamptz in its own time zone)."""
+    adapters.register_loader("jsonb", JsonbLoader)
+    adapters.register_loader("timestamptz", TimestamptzLoader)
+
+
+def in_own_block(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> bool:
+    """Whether work on a caller's connection needs a transaction block of its own: a
+    savepoint inside their open transaction, or a transaction when the connection is in
+    autocommit mode. Otherwise (no autocommit, nothing begun yet) our statements begin
+    the caller's transaction, which commits or rolls back when they say."""
+    status = conn.info.transaction_status
+    return bool(conn.autocommit) or status != psycopg.pq.TransactionStatus.IDLE
 
 
 def notification(queues: Iterable[str], finished: Iterable[int]) -> str | None:

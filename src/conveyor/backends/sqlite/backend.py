@@ -167,6 +167,11 @@ class SQLiteBackend(Backend):
     @contextmanager
     def _reading(self) -> Iterator[Session]:
         """A read transaction on a connection of its own, taken from the idle ones."""
+        with self._read_cursor() as cur:
+            yield _SQLiteSession(cur, self._queries)
+
+    @contextmanager
+    def _read_cursor(self) -> Iterator[sqlite3.Cursor]:
         with _translated():
             if self._closed:
                 raise sqlite3.ProgrammingError("Cannot operate on a closed database.")
@@ -180,7 +185,7 @@ class SQLiteBackend(Backend):
             cur = conn.cursor()
             cur.execute("BEGIN")
         try:
-            yield _SQLiteSession(cur, self._queries)
+            yield cur
         finally:
             try:
                 conn.rollback()  # a reader has nothing to commit; this ends its snapshot
@@ -226,14 +231,12 @@ class SQLiteBackend(Backend):
         return applied
 
     def schema_version(self) -> int:
-        with self._lock, _translated():
-            exists = self._conn.execute(
-                "SELECT 1 FROM sqlite_master WHERE name = 'conveyor_migrations'"
-            ).fetchone()
-            if not exists:
-                return 0
-            row = self._conn.execute("SELECT max(version) FROM conveyor_migrations").fetchone()
-            return int(row[0] or 0)
+        if self.path == ":memory:":
+            with self._lock, _translated():
+                return _schema_version(self._conn.cursor())
+        # A read: on a reader's connection, so a health check never waits for a writer.
+        with self._read_cursor() as cur, _translated():
+            return _schema_version(cur)
 
     def latest_version(self) -> int:
         return self._migrations[-1].version
@@ -294,3 +297,13 @@ class SQLiteBackend(Backend):
 
     def describe(self) -> str:
         return f"sqlite:///{self.path}"
+
+
+def _schema_version(cur: sqlite3.Cursor) -> int:
+    exists = cur.execute(
+        "SELECT 1 FROM sqlite_master WHERE name = 'conveyor_migrations'"
+    ).fetchone()
+    if not exists:
+        return 0
+    row = cur.execute("SELECT max(version) FROM conveyor_migrations").fetchone()
+    return int(row[0] or 0)

@@ -9,6 +9,16 @@ SET status = 'pending', attempts = 0, run_at = now(), result = NULL, finished_at
 WHERE id = :id AND status IN ('completed', 'failed', 'cancelled')
 RETURNING *;
 
+-- name: reopen_job_within_attempts
+-- A retry that keeps the attempts spent: only a failed or cancelled job that has
+-- attempts left becomes pending again.
+UPDATE {schema}.conveyor_jobs
+SET status = 'pending', run_at = now(), result = NULL, finished_at = NULL,
+    claim_id = NULL, claimed_at = NULL, worker = NULL, heartbeat_at = NULL,
+    lease_expires_at = NULL, updated_at = now()
+WHERE id = :id AND status IN ('failed', 'cancelled') AND attempts < max_attempts
+RETURNING *;
+
 -- name: cancel_job
 UPDATE {schema}.conveyor_jobs
 SET status = 'cancelled', finished_at = now(), lease_expires_at = NULL, updated_at = now()

@@ -26,7 +26,9 @@ RETURNING j.*;
 
 -- name: claim_ids
 -- The flow-controlled path: the jobs chosen under the queue's limits, while the
--- queue's settings row is locked. Still guarded.
+-- queue's settings row is locked. Still guarded. The guard is a CASE so that the ids
+-- drive the plan (primary-key lookups): as plain conditions, the statistics of a
+-- freshly loaded table send the planner down the claimable index, over the backlog.
 UPDATE {schema}.conveyor_jobs
 SET status = 'running',
     attempts = attempts + 1,
@@ -38,8 +40,8 @@ SET status = 'running',
     lease_seconds = :lease_s,
     lease_expires_at = now() + make_interval(secs => :lease_s),
     updated_at = now()
-WHERE id IN (SELECT jsonb_array_elements_text(:ids::jsonb)::bigint)
-  AND status = 'pending' AND waiting_for = 0
+WHERE id = ANY (ARRAY(SELECT jsonb_array_elements_text(:ids::jsonb)::bigint))
+  AND CASE WHEN status = 'pending' AND waiting_for = 0 THEN true ELSE false END
 RETURNING *;
 
 -- name: claim_job

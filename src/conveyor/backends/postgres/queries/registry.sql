@@ -27,12 +27,17 @@ WHERE expires_at <= now() - make_interval(secs => :older_than_s);
 
 -- name: save_schedule
 -- A schedule as the app declares it. A new one starts at :first_slot (slots before it
--- are not owed); a known one keeps the slot it reached.
+-- are not owed); a known one keeps the slot it reached, and takes :next_slot only if
+-- that lies past it (a declaration racing a run must not bring back a taken slot).
 INSERT INTO {schema}.conveyor_schedules AS s
     (name, task, queue, spec, last_slot, next_slot, updated_at)
 VALUES (:name, :task, :queue, :spec, :first_slot::timestamptz, :next_slot::timestamptz, now())
 ON CONFLICT (name) DO UPDATE
-SET task = excluded.task, queue = excluded.queue, spec = excluded.spec, updated_at = now()
+SET task = excluded.task, queue = excluded.queue, spec = excluded.spec, updated_at = now(),
+    next_slot = CASE
+        WHEN excluded.next_slot IS NOT NULL
+             AND (s.last_slot IS NULL OR excluded.next_slot > s.last_slot)
+        THEN excluded.next_slot ELSE s.next_slot END
 RETURNING *, now() AS db_now;
 
 -- name: take_schedule_slot

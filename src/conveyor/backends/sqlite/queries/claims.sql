@@ -24,7 +24,9 @@ WHERE id IN (
 RETURNING *;
 
 -- name: claim_ids
--- The flow-controlled path: the jobs chosen under the queue's limits. Still guarded.
+-- The flow-controlled path: the jobs chosen under the queue's limits. Still guarded;
+-- the unary + keep the ids driving the plan (rowid lookups), not the status index,
+-- which would visit every pending job.
 UPDATE conveyor_jobs
 SET status = 'running',
     attempts = attempts + 1,
@@ -36,7 +38,7 @@ SET status = 'running',
     lease_seconds = :lease_s,
     lease_expires_at = {now} + :lease_s,
     updated_at = {now}
-WHERE id IN (SELECT value FROM json_each(:ids)) AND status = 'pending' AND waiting_for = 0
+WHERE id IN (SELECT value FROM json_each(:ids)) AND +status = 'pending' AND +waiting_for = 0
 RETURNING *;
 
 -- name: claim_job

@@ -24,11 +24,17 @@ DELETE FROM conveyor_workers WHERE expires_at <= {now} - :older_than_s;
 
 -- name: save_schedule
 -- A schedule as the app declares it. A new one starts at :first_slot (slots before it
--- are not owed); a known one keeps the slot it reached.
+-- are not owed); a known one keeps the slot it reached, and takes :next_slot only if
+-- that lies past it (a declaration racing a run must not bring back a taken slot).
 INSERT INTO conveyor_schedules (name, task, queue, spec, last_slot, next_slot, updated_at)
 VALUES (:name, :task, :queue, :spec, :first_slot, :next_slot, {now})
 ON CONFLICT (name) DO UPDATE
-SET task = excluded.task, queue = excluded.queue, spec = excluded.spec, updated_at = {now}
+SET task = excluded.task, queue = excluded.queue, spec = excluded.spec, updated_at = {now},
+    next_slot = CASE
+        WHEN excluded.next_slot IS NOT NULL
+             AND (conveyor_schedules.last_slot IS NULL
+                  OR excluded.next_slot > conveyor_schedules.last_slot)
+        THEN excluded.next_slot ELSE conveyor_schedules.next_slot END
 RETURNING *, {now} AS db_now;
 
 -- name: take_schedule_slot
