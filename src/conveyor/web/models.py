@@ -42,6 +42,11 @@ Int32 = Annotated[int, Field(ge=-INT32, le=INT32)]
 Count = Annotated[int, Field(ge=0, le=INT32)]
 Seconds = Annotated[float, Field(ge=0, le=TEN_YEARS, allow_inf_nan=False)]
 PositiveSeconds = Annotated[float, Field(gt=0, le=TEN_YEARS, allow_inf_nan=False)]
+# The schema cannot carry the server's configured bounds; the route checks them (422).
+_LEASE_BOUNDS = "within the server's lease bounds (default: at most 24 hours)"
+LeaseSeconds = Annotated[
+    float, Field(gt=0, le=TEN_YEARS, allow_inf_nan=False, description=_LEASE_BOUNDS)
+]
 
 
 def _iso_text(value: Any) -> Any:
@@ -115,7 +120,7 @@ class BatchEnqueueRequest(_Request):
 
 class ClaimRequest(_Request):
     limit: Annotated[int, Field(ge=1, le=MAX_CLAIM)] = 1
-    lease_seconds: PositiveSeconds = 300.0
+    lease_seconds: LeaseSeconds = 300.0
     ack: ClaimId | None = Field(None, description="a previous claim id, completed first")
     worker: Name | None = None
     count_remaining: bool = True
@@ -135,8 +140,10 @@ class FailRequest(_Request):
 
 class HeartbeatRequest(_Request):
     claim_id: ClaimId
-    extend_seconds: PositiveSeconds | None = Field(
-        None, description="the lease ends this long from now (default: the claim's lease)"
+    extend_seconds: LeaseSeconds | None = Field(
+        None,
+        description="the lease ends this long from now (default: the claim's lease), "
+        + _LEASE_BOUNDS,
     )
 
 
@@ -179,12 +186,12 @@ class FailManyRequest(_Request):
 
 class HeartbeatManyRequest(_Request):
     items: Annotated[list[HeartbeatItem], Field(max_length=MAX_BATCH)]
-    extend_seconds: PositiveSeconds | None = None
+    extend_seconds: LeaseSeconds | None = None
 
 
 class TakeNotificationsRequest(_Request):
     limit: Annotated[int, Field(ge=1, le=MAX_BATCH)] = 100
-    lease_seconds: PositiveSeconds = 60.0
+    lease_seconds: LeaseSeconds = 60.0
 
 
 class NotifiedItem(_Request):
@@ -325,7 +332,7 @@ class ErrorOut(BaseModel):
 
 # -- flow control, runtimes, workers and schedules -------------------------------------
 class ClaimJobRequest(_Request):
-    lease_seconds: PositiveSeconds = 300.0
+    lease_seconds: LeaseSeconds = 300.0
     worker: Name | None = None
 
 
