@@ -34,6 +34,16 @@ def test_a_paused_queue_gives_nothing_until_resumed(q: conveyor.Queue) -> None:
     assert _claimed(q) == [j.id for j in jobs]
 
 
+def test_a_queue_named_with_a_slash_is_paused_limited_and_claimed(q: conveyor.Queue) -> None:
+    # Over HTTP the name travels in the path as %2F, which servers decode before routing.
+    job = q.enqueue("t", queue="mail/eu")
+    assert q.pause("mail/eu").paused
+    assert q.claim(queue="mail/eu").jobs == []
+    assert q.set_limits("mail/eu", max_running=2).max_running == 2
+    assert not q.resume("mail/eu").paused
+    assert [j.id for j in q.claim(queue="mail/eu").jobs] == [job.id]
+
+
 def test_max_running_caps_the_queue_across_claims(q: conveyor.Queue) -> None:
     jobs = [q.enqueue("t") for _ in range(6)]
     q.set_limits("default", max_running=3)
