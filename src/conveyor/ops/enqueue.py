@@ -11,7 +11,7 @@ from typing import Any, Literal
 from conveyor import validation as check
 from conveyor.errors import DuplicateJob, InvalidArgument
 from conveyor.job import ACTIVE_STATUSES, FINAL_STATUSES, Job, Status
-from conveyor.ops import Announce, Call, Once, Plan, Query, Row, Values
+from conveyor.ops import Announce, Call, LazyArgs, Once, Plan, Query, Row, Values
 from conveyor.ops.defaults import Defaults, Duration, job_id
 from conveyor.retry import seconds
 
@@ -49,6 +49,9 @@ class Dedupe:
     cache_ttl: float | None = None
     on_failed: OnFailed = "new"
     on_completed: OnCompleted = "new"
+
+
+_DEFAULT_DEDUPE = Dedupe()
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,10 +148,15 @@ def enqueue(
         on_dependency_failure,
     )  # fmt: skip
     who = None if subscriber is None else check.name(subscriber, "subscriber")
-    policy = dedupe(on_active, cache_ttl, on_failed, on_completed)
-    args = {**job.wire(), "subscriber": who, "on_active": policy.on_active,
-            "cache_ttl": policy.cache_ttl, "on_failed": policy.on_failed,
-            "on_completed": policy.on_completed}  # fmt: skip
+    if on_active == "return" and cache_ttl is None and on_failed == "new" == on_completed:
+        policy = _DEFAULT_DEDUPE  # the usual call: nothing to check
+    else:
+        policy = dedupe(on_active, cache_ttl, on_failed, on_completed)
+
+    def args() -> dict[str, Any]:
+        return {**job.wire(), "subscriber": who, "on_active": policy.on_active,
+                "cache_ttl": policy.cache_ttl, "on_failed": policy.on_failed,
+                "on_completed": policy.on_completed}  # fmt: skip
 
     def build(v: Values) -> Plan[Job] | Once[Job]:
         if conn is None and job.key is None and who is None and not job.after:
@@ -160,7 +168,7 @@ def enqueue(
             )
         return _insert(v, job, policy, who)
 
-    return Call("enqueue", args, build, conn=conn)
+    return Call("enqueue", LazyArgs(args), build, conn=conn)
 
 
 def enqueue_many(
@@ -168,13 +176,15 @@ def enqueue_many(
 ) -> Call[list[Job]]:
     """Every item is checked before anything is written."""
     prepared = _prepare_items(d, items, queue)
-    args = {"items": [{**job.wire(), "subscriber": who} for job, who in prepared],
-            "queue": queue}  # fmt: skip
+
+    def args() -> dict[str, Any]:
+        return {"items": [{**job.wire(), "subscriber": who} for job, who in prepared],
+                "queue": queue}  # fmt: skip
 
     def build(v: Values) -> Plan[list[Job]]:
         return _insert_many(v, prepared)
 
-    return Call("enqueue_many", args, build, conn=conn)
+    return Call("enqueue_many", LazyArgs(args), build, conn=conn)
 
 
 def enqueue_ids(
@@ -188,7 +198,9 @@ def enqueue_ids(
             raise InvalidArgument(
                 f"items[{index}]: keys, subscribers and dependencies need enqueue_many"
             )
-    args = {"items": [job.wire() for job, _ in prepared], "queue": queue}
+
+    def args() -> dict[str, Any]:
+        return {"items": [job.wire() for job, _ in prepared], "queue": queue}
 
     def build(v: Values) -> Plan[list[int]]:
         ids: list[int] = []
@@ -201,7 +213,7 @@ def enqueue_ids(
         yield Announce(queues=queues)
         return ids
 
-    return Call("enqueue_ids", args, build, conn=conn)
+    return Call("enqueue_ids", LazyArgs(args), build, conn=conn)
 
 
 def _prepare_items(d: Defaults, items: Any, queue: Any) -> list[tuple[NewJob, str | None]]:
