@@ -55,6 +55,9 @@ def encode_json(value: Any, name: str, *, max_bytes: int = DEFAULT_MAX_PAYLOAD_B
     return text
 
 
+_LEAVES = frozenset({int, bool, type(None)})
+
+
 def _check_json_value(value: Any, name: str, depth: int) -> None:
     if depth > MAX_JSON_DEPTH:
         raise InvalidArgument(f"{name}: expected JSON nested at most {MAX_JSON_DEPTH} deep")
@@ -75,10 +78,12 @@ def _check_json_value(value: Any, name: str, depth: int) -> None:
                 )
             if "\x00" in k:
                 raise InvalidArgument(f"{name}: text may not contain NUL characters")
-            _check_json_value(v, name, depth + 1)
+            if type(v) not in _LEAVES or depth >= MAX_JSON_DEPTH:  # a leaf needs no call
+                _check_json_value(v, name, depth + 1)
     elif isinstance(value, (list, tuple)):
         for v in value:
-            _check_json_value(v, name, depth + 1)
+            if type(v) not in _LEAVES or depth >= MAX_JSON_DEPTH:
+                _check_json_value(v, name, depth + 1)
     elif value is None or isinstance(value, (bool, int)):
         return
     else:

@@ -54,9 +54,10 @@ class Dedupe:
 _DEFAULT_DEDUPE = Dedupe()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class NewJob:
-    """A job to insert, its fields checked."""
+    """A job to insert, its fields checked. Not frozen: a bulk enqueue makes one per job,
+    and a frozen dataclass sets each field through ``object.__setattr__``."""
 
     task: str
     queue: str
@@ -83,6 +84,12 @@ class NewJob:
             "depends_on": v.json_param(list(self.after)) if self.after else None,
             "waiting_for": 0,
         }
+
+    def row(self, v: Values) -> list[Any]:
+        """The job as one row of a bulk insert (``insert_jobs``), its columns by position."""
+        run_at = None if self.run_at is None else v.encode_time(self.run_at)
+        return [self.queue, self.task, self.payload_json, self.priority, run_at,
+                self.max_attempts, self.group]  # fmt: skip
 
     def inserted(self, v: Values, row: Row, *, waiting_for: int = 0) -> Job:
         """The job as just inserted: ``row`` holds what the database chose (its id and
@@ -206,10 +213,10 @@ def enqueue_ids(
         ids: list[int] = []
         queues: set[str] = set()
         for start in range(0, len(prepared), _BULK_CHUNK):
-            chunk = [job.params(v) for job, _ in prepared[start : start + _BULK_CHUNK]]
+            chunk = [job.row(v) for job, _ in prepared[start : start + _BULK_CHUNK]]
             rows = yield Query("insert_job_ids", {"items": v.json_param(chunk)})
             ids.extend(sorted(r["id"] for r in rows))
-            queues.update(p["queue"] for p in chunk)
+            queues.update(r[0] for r in chunk)
         yield Announce(queues=queues)
         return ids
 
@@ -258,9 +265,11 @@ def _insert_many(v: Values, prepared: list[tuple[NewJob, str | None]]) -> Plan[l
         return jobs
     out: list[Job] = []
     for start in range(0, len(prepared), _BULK_CHUNK):
-        chunk = [job.params(v) for job, _ in prepared[start : start + _BULK_CHUNK]]
-        rows = yield Query("insert_jobs", {"items": v.json_param(chunk)})
-        out.extend(sorted((v.decode_job(r) for r in rows), key=lambda j: j.id))
+        batch = [job for job, _ in prepared[start : start + _BULK_CHUNK]]
+        rows = yield Query("insert_jobs", {"items": v.json_param([j.row(v) for j in batch])})
+        # Ids follow the items' order; the rows hold what the database chose (id, times).
+        ordered = sorted(rows, key=lambda r: r["id"])
+        out.extend(job.inserted(v, row) for job, row in zip(batch, ordered, strict=True))
     yield Announce(queues={j.queue for j in out})
     return out
 
