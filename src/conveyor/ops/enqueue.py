@@ -228,11 +228,11 @@ def _prepare_items(d: Defaults, items: Any, queue: Any) -> list[tuple[NewJob, st
         raise InvalidArgument("items: expected a list of dicts")
     prepared: list[tuple[NewJob, str | None]] = []
     for index, item in enumerate(items):
-        if not isinstance(item, Mapping):
+        if type(item) is not dict and not isinstance(item, Mapping):
             raise InvalidArgument(f"items[{index}]: expected a dict, got {type(item).__name__}")
-        unknown = set(item) - ENQUEUE_FIELDS
-        if unknown:
-            raise InvalidArgument(f"items[{index}]: unknown field(s) {', '.join(sorted(unknown))}")
+        if not ENQUEUE_FIELDS.issuperset(item):  # no set built per item
+            unknown = sorted(set(item) - ENQUEUE_FIELDS)
+            raise InvalidArgument(f"items[{index}]: unknown field(s) {', '.join(unknown)}")
         if "task" not in item:
             raise InvalidArgument(f"items[{index}]: a task name is required")
         try:
