@@ -1,7 +1,7 @@
 """The plain-SQL floor: the reference limit of each database.
 
 A plain loop with no library around it, at the same durability: enqueue one is one
-INSERT in its own transaction; bulk is a prepared INSERT for 1,000 rows per transaction;
+INSERT in its own transaction; bulk is one multi-row INSERT of 1,000 rows per transaction;
 drain claims 100 jobs in one transaction (an UPDATE ... RETURNING), then completes them in
 a second one, as any durable queue must (the claim has to be on disk before the job runs).
 
@@ -90,6 +90,12 @@ _SQL: dict[tuple[str, str], dict[str, str]] = {
 }
 
 
+def multi_row(insert: str, rows: int) -> str:
+    """The one-row INSERT as one statement of ``rows`` rows (a multi-row VALUES list)."""
+    head, row = insert.split(" VALUES ")
+    return f"{head} VALUES {', '.join([row] * rows)}"
+
+
 class SQLiteFloor:
     backend = "sqlite"
 
@@ -125,7 +131,7 @@ class SQLiteFloor:
             rows = [("default", json.dumps({"i": i}))
                     for i in range(start, min(n, start + BULK_CHUNK))]  # fmt: skip
             conn.execute("BEGIN IMMEDIATE")
-            conn.executemany(self.sql["insert"], rows)
+            conn.execute(multi_row(self.sql["insert"], len(rows)), [v for r in rows for v in r])
             conn.execute("COMMIT")
         return time.perf_counter() - started
 
@@ -197,8 +203,8 @@ class PostgresFloor:
         for start in range(0, n, BULK_CHUNK):
             rows = [("default", json.dumps({"i": i}))
                     for i in range(start, min(n, start + BULK_CHUNK))]  # fmt: skip
-            with conn.transaction(), conn.cursor() as cur:
-                cur.executemany(self.sql["insert"], rows)
+            with conn.transaction():
+                conn.execute(multi_row(self.sql["insert"], len(rows)), [v for r in rows for v in r])
         return time.perf_counter() - started
 
     def bulk(self, n: int) -> float:

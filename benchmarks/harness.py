@@ -88,7 +88,7 @@ class Scale:
     drain: int = 10_000
     peer_drain: int = 5_000
     latency_rounds: int = 500
-    backlogs: tuple[int, ...] = (10_000, 100_000, 1_000_000)
+    backlogs: tuple[int, ...] = (1_000, 10_000, 100_000, 1_000_000)
     retained: int = 1_000_000
     worker_jobs: int = 5_000
     start_latency_rounds: int = 50

@@ -35,7 +35,7 @@ from benchmarks.harness import (
     postgres_available,
     summarise,
 )
-from benchmarks.systems.conveyor_api import ConveyorAcked, ConveyorAPI
+from benchmarks.systems.conveyor_api import ConveyorAcked, ConveyorAPI, ConveyorIds
 
 ROOT = Path(__file__).resolve().parent.parent
 BACKENDS = ("sqlite", "postgresql")
@@ -113,17 +113,20 @@ class Runner:
         s = self.scale
         self.log(f"[{backend}] run {run + 1} of {s.runs}")
         systems = self.systems(backend)
+        if self.wanted("bulk"):
+            systems.append(ConveyorIds(backend, self.workdir, self.pg_url))
         if self.wanted("drain"):
             systems.append(ConveyorAcked(backend, self.workdir, self.pg_url))
         for system in systems:
             tag = f"{backend} {system.name}"
             acked_only = isinstance(system, ConveyorAcked)
             acked_only = acked_only or "batch_size" in system.name  # a drain variant only
-            if self.wanted("enqueue_one") and not acked_only:
+            bulk_only = isinstance(system, ConveyorIds)
+            if self.wanted("enqueue_one") and not (acked_only or bulk_only):
                 self.attempt(f"{tag} enqueue_one", partial(_one, system, s.enqueue_one))
             if self.wanted("bulk") and not acked_only:
                 self.attempt(f"{tag} bulk", partial(_bulk, system, s.bulk))
-            if self.wanted("drain"):
+            if self.wanted("drain") and not bulk_only:
                 ours = system.name.startswith(("conveyor", "floor"))
                 n = s.drain if ours else s.peer_drain
                 self.attempt(f"{tag} drain", partial(_drain, system, n))

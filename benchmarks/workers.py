@@ -1,6 +1,8 @@
 """conveyor's real worker runtime: ``conveyor worker`` processes running a no-op task.
 
-- drain: N jobs enqueued, then 1 or 4 ``conveyor worker --burst`` processes run them.
+- drain: N jobs enqueued, then 1 or 4 ``conveyor worker --burst`` processes run them;
+  and the deployment docs/deployment.md recommends for this machine (one process on
+  SQLite, one per core on PostgreSQL), whose drain the targets table judges.
   Throughput is N over the span from the first job's start to the last job's finish, by
   the database clock (process start-up is left out, as for the peers' workers). Verified:
   every job completed, each claimed exactly once (``attempts == 1``).
@@ -29,6 +31,14 @@ ROOT = Path(__file__).resolve().parent.parent
 APP = "benchmarks.worker_app:app"
 QUEUE = "bench"
 CONCURRENCIES = (10, 100)  # the CLI's default, and a larger claim batch
+# What docs/deployment.md recommends: one worker process on SQLite (its writes are
+# serialised anyway), one per core on PostgreSQL; the CLI's default concurrency.
+RECOMMENDED = "conveyor worker, recommended"
+
+
+def recommended(backend: str) -> tuple[int, int]:
+    """(processes, threads) of the recommended deployment on this machine."""
+    return (1 if backend == "sqlite" else max(1, os.cpu_count() or 1)), CONCURRENCIES[0]
 
 
 @contextlib.contextmanager
@@ -66,9 +76,9 @@ def _rss_mb(pid: int) -> float:
 
 
 def drain(backend: str, workdir: Path, pg_url: str, n: int, processes: int,
-          concurrency: int) -> list[Figure]:  # fmt: skip
-    label = (f"conveyor worker, {processes} process{'es' if processes > 1 else ''}"
-             f" x {concurrency} threads")  # fmt: skip
+          concurrency: int, *, label: str | None = None) -> list[Figure]:  # fmt: skip
+    label = label or (f"conveyor worker, {processes} process{'es' if processes > 1 else ''}"
+                      f" x {concurrency} threads")  # fmt: skip
     figures: list[Figure] = []
     with _database(backend, workdir, pg_url) as url, conveyor.connect(url) as q:
         enqueue_bulk(q, n, queue=QUEUE)
@@ -89,7 +99,9 @@ def drain(backend: str, workdir: Path, pg_url: str, n: int, processes: int,
         raise VerificationFailed(f"{label}: expected {n} completed, got {stats}")
     if bad:
         raise VerificationFailed(f"{label}: {bad} jobs were claimed more than once")
-    figures.append(Figure("drain", backend, label, "jobs/s", n / span))
+    how = f"{processes} process{'es' if processes > 1 else ''} x {concurrency} threads"
+    note = how if label == RECOMMENDED else ""
+    figures.append(Figure("drain", backend, label, "jobs/s", n / span, note))
     if processes == 1 and concurrency == CONCURRENCIES[0]:
         figures.append(Figure("peak memory after drain (VmHWM)", backend, label, "MB", peak))
     return figures
@@ -147,7 +159,9 @@ def _wait_ready(q: conveyor.Queue) -> None:
 
 
 def figures(backend: str, workdir: Path, pg_url: str, scale: Scale) -> list[Figure]:
-    out = []
+    processes, threads = recommended(backend)
+    out = drain(backend, workdir, pg_url, scale.worker_jobs, processes, threads,
+                label=RECOMMENDED)  # fmt: skip
     for concurrency in CONCURRENCIES:
         for processes in (1, 4):
             out += drain(backend, workdir, pg_url, scale.worker_jobs, processes, concurrency)

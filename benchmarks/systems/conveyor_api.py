@@ -57,3 +57,13 @@ class ConveyorAcked(ConveyorAPI):
         with self.queue() as q:
             workloads.enqueue_bulk(q, n)
             return workloads.drain_acked(q, n)
+
+
+class ConveyorIds(ConveyorAPI):
+    """Bulk enqueue through ``enqueue_ids``: the same transactions, only ids back."""
+
+    name = "conveyor (enqueue_ids)"
+
+    def bulk(self, n: int) -> float:
+        with self.queue() as q:
+            return workloads.enqueue_bulk(q, n, ids=True)

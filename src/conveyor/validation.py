@@ -25,6 +25,12 @@ INT32 = 2**31 - 1
 NAME_FORBIDDEN = r"\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
 NAME_PATTERN = rf"^[^{NAME_FORBIDDEN}]*$"
 _FORBIDDEN = re.compile(f"[{NAME_FORBIDDEN}]")
+# One encoder for every payload: json.dumps builds a new one per call when given options.
+_ENCODER = json.JSONEncoder(allow_nan=False, separators=(",", ":"), ensure_ascii=False)
+# Names that passed the checks. Tasks and queues repeat on every enqueue, so the regex
+# and encoding checks run once per name; bounded, since names come from callers.
+_CLEAN_NAMES: set[str] = set()
+_CLEAN_NAMES_MAX = 4096
 
 
 def encode_json(value: Any, name: str, *, max_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES) -> str | None:
@@ -37,11 +43,11 @@ def encode_json(value: Any, name: str, *, max_bytes: int = DEFAULT_MAX_PAYLOAD_B
         return None
     _check_json_value(value, name, 0)
     try:
-        text = json.dumps(value, allow_nan=False, separators=(",", ":"), ensure_ascii=False)
+        text = _ENCODER.encode(value)
     except (TypeError, ValueError) as exc:
         raise InvalidArgument(f"{name}: expected a JSON-serialisable value ({exc})") from None
     try:
-        size = len(text.encode("utf-8"))
+        size = len(text) if text.isascii() else len(text.encode("utf-8"))
     except UnicodeEncodeError:
         raise InvalidArgument(f"{name}: text may not contain lone surrogates") from None
     if size > max_bytes:
@@ -49,9 +55,15 @@ def encode_json(value: Any, name: str, *, max_bytes: int = DEFAULT_MAX_PAYLOAD_B
     return text
 
 
+_LEAVES = frozenset({int, bool, type(None)})
+
+
 def _check_json_value(value: Any, name: str, depth: int) -> None:
     if depth > MAX_JSON_DEPTH:
         raise InvalidArgument(f"{name}: expected JSON nested at most {MAX_JSON_DEPTH} deep")
+    kind = type(value)
+    if kind is int or kind is bool or value is None:  # the commonest leaves, first
+        return
     if isinstance(value, str):
         if "\x00" in value:
             raise InvalidArgument(f"{name}: text may not contain NUL characters")
@@ -66,10 +78,12 @@ def _check_json_value(value: Any, name: str, depth: int) -> None:
                 )
             if "\x00" in k:
                 raise InvalidArgument(f"{name}: text may not contain NUL characters")
-            _check_json_value(v, name, depth + 1)
+            if type(v) not in _LEAVES or depth >= MAX_JSON_DEPTH:  # a leaf needs no call
+                _check_json_value(v, name, depth + 1)
     elif isinstance(value, (list, tuple)):
         for v in value:
-            _check_json_value(v, name, depth + 1)
+            if type(v) not in _LEAVES or depth >= MAX_JSON_DEPTH:
+                _check_json_value(v, name, depth + 1)
     elif value is None or isinstance(value, (bool, int)):
         return
     else:
@@ -78,9 +92,12 @@ def _check_json_value(value: Any, name: str, depth: int) -> None:
         )
 
 
-def name(value: Any, what: str, *, max_length: int = MAX_NAME_LENGTH) -> str:
+def name(value: Any, what: str, *, max_length: int = MAX_NAME_LENGTH, remember: bool = True) -> str:
     """A name (queue, task, key, group, worker, subscriber, …): non-empty text without
-    control characters or bidirectional overrides."""
+    control characters or bidirectional overrides. ``remember=False`` for values that
+    rarely repeat (keys)."""
+    if type(value) is str and value in _CLEAN_NAMES and len(value) <= max_length:
+        return value
     if not isinstance(value, str):
         raise InvalidArgument(f"{what}: expected a string, got {type(value).__name__}")
     if not value or len(value) > max_length:
@@ -92,13 +109,17 @@ def name(value: Any, what: str, *, max_length: int = MAX_NAME_LENGTH) -> str:
             f"(found U+{ord(found.group()):04X} at position {found.start()})"
         )
     _check_encodable(value, what)
+    if remember and type(value) is str:
+        if len(_CLEAN_NAMES) >= _CLEAN_NAMES_MAX:
+            _CLEAN_NAMES.clear()
+        _CLEAN_NAMES.add(value)
     return value
 
 
 def key(value: Any) -> str | None:
     if value is None:
         return None
-    return name(value, "key", max_length=MAX_KEY_LENGTH)
+    return name(value, "key", max_length=MAX_KEY_LENGTH, remember=False)
 
 
 def integer(value: Any, what: str, *, low: int = -INT32, high: int = INT32) -> int:

@@ -13,7 +13,7 @@ A remote queue runs no plans: it sends the call's ``op`` and checked ``args`` ov
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Iterable, Mapping
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, Protocol, TypeVar
@@ -93,6 +93,34 @@ class Values(Protocol):
 
 
 Work = Plan[T] | Once[T]
+
+
+class LazyArgs(Mapping[str, Any]):
+    """A call's arguments by name, made on first use: only a remote queue reads them,
+    and the hot calls (enqueue) should not build them for a database queue."""
+
+    __slots__ = ("_made", "_make")
+
+    def __init__(self, make: Callable[[], dict[str, Any]]) -> None:
+        self._make = make
+        self._made: dict[str, Any] | None = None
+
+    def _args(self) -> dict[str, Any]:
+        if self._made is None:
+            self._made = self._make()
+        return self._made
+
+    def __getitem__(self, name: str) -> Any:
+        return self._args()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._args())
+
+    def __len__(self) -> int:
+        return len(self._args())
+
+    def __repr__(self) -> str:
+        return repr(self._args())
 
 
 @dataclass(frozen=True, slots=True)

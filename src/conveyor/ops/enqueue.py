@@ -11,7 +11,7 @@ from typing import Any, Literal
 from conveyor import validation as check
 from conveyor.errors import DuplicateJob, InvalidArgument
 from conveyor.job import ACTIVE_STATUSES, FINAL_STATUSES, Job, Status
-from conveyor.ops import Announce, Call, Once, Plan, Query, Row, Values
+from conveyor.ops import Announce, Call, LazyArgs, Once, Plan, Query, Row, Values
 from conveyor.ops.defaults import Defaults, Duration, job_id
 from conveyor.retry import seconds
 
@@ -51,9 +51,13 @@ class Dedupe:
     on_completed: OnCompleted = "new"
 
 
-@dataclass(frozen=True, slots=True)
+_DEFAULT_DEDUPE = Dedupe()
+
+
+@dataclass(slots=True)
 class NewJob:
-    """A job to insert, its fields checked."""
+    """A job to insert, its fields checked. Not frozen: a bulk enqueue makes one per job,
+    and a frozen dataclass sets each field through ``object.__setattr__``."""
 
     task: str
     queue: str
@@ -80,6 +84,12 @@ class NewJob:
             "depends_on": v.json_param(list(self.after)) if self.after else None,
             "waiting_for": 0,
         }
+
+    def row(self, v: Values) -> list[Any]:
+        """The job as one row of a bulk insert (``insert_jobs``), its columns by position."""
+        run_at = None if self.run_at is None else v.encode_time(self.run_at)
+        return [self.queue, self.task, self.payload_json, self.priority, run_at,
+                self.max_attempts, self.group]  # fmt: skip
 
     def inserted(self, v: Values, row: Row, *, waiting_for: int = 0) -> Job:
         """The job as just inserted: ``row`` holds what the database chose (its id and
@@ -145,10 +155,15 @@ def enqueue(
         on_dependency_failure,
     )  # fmt: skip
     who = None if subscriber is None else check.name(subscriber, "subscriber")
-    policy = dedupe(on_active, cache_ttl, on_failed, on_completed)
-    args = {**job.wire(), "subscriber": who, "on_active": policy.on_active,
-            "cache_ttl": policy.cache_ttl, "on_failed": policy.on_failed,
-            "on_completed": policy.on_completed}  # fmt: skip
+    if on_active == "return" and cache_ttl is None and on_failed == "new" == on_completed:
+        policy = _DEFAULT_DEDUPE  # the usual call: nothing to check
+    else:
+        policy = dedupe(on_active, cache_ttl, on_failed, on_completed)
+
+    def args() -> dict[str, Any]:
+        return {**job.wire(), "subscriber": who, "on_active": policy.on_active,
+                "cache_ttl": policy.cache_ttl, "on_failed": policy.on_failed,
+                "on_completed": policy.on_completed}  # fmt: skip
 
     def build(v: Values) -> Plan[Job] | Once[Job]:
         if conn is None and job.key is None and who is None and not job.after:
@@ -160,7 +175,7 @@ def enqueue(
             )
         return _insert(v, job, policy, who)
 
-    return Call("enqueue", args, build, conn=conn)
+    return Call("enqueue", LazyArgs(args), build, conn=conn)
 
 
 def enqueue_many(
@@ -168,13 +183,15 @@ def enqueue_many(
 ) -> Call[list[Job]]:
     """Every item is checked before anything is written."""
     prepared = _prepare_items(d, items, queue)
-    args = {"items": [{**job.wire(), "subscriber": who} for job, who in prepared],
-            "queue": queue}  # fmt: skip
+
+    def args() -> dict[str, Any]:
+        return {"items": [{**job.wire(), "subscriber": who} for job, who in prepared],
+                "queue": queue}  # fmt: skip
 
     def build(v: Values) -> Plan[list[Job]]:
         return _insert_many(v, prepared)
 
-    return Call("enqueue_many", args, build, conn=conn)
+    return Call("enqueue_many", LazyArgs(args), build, conn=conn)
 
 
 def enqueue_ids(
@@ -188,20 +205,22 @@ def enqueue_ids(
             raise InvalidArgument(
                 f"items[{index}]: keys, subscribers and dependencies need enqueue_many"
             )
-    args = {"items": [job.wire() for job, _ in prepared], "queue": queue}
+
+    def args() -> dict[str, Any]:
+        return {"items": [job.wire() for job, _ in prepared], "queue": queue}
 
     def build(v: Values) -> Plan[list[int]]:
         ids: list[int] = []
         queues: set[str] = set()
         for start in range(0, len(prepared), _BULK_CHUNK):
-            chunk = [job.params(v) for job, _ in prepared[start : start + _BULK_CHUNK]]
+            chunk = [job.row(v) for job, _ in prepared[start : start + _BULK_CHUNK]]
             rows = yield Query("insert_job_ids", {"items": v.json_param(chunk)})
             ids.extend(sorted(r["id"] for r in rows))
-            queues.update(p["queue"] for p in chunk)
+            queues.update(r[0] for r in chunk)
         yield Announce(queues=queues)
         return ids
 
-    return Call("enqueue_ids", args, build, conn=conn)
+    return Call("enqueue_ids", LazyArgs(args), build, conn=conn)
 
 
 def _prepare_items(d: Defaults, items: Any, queue: Any) -> list[tuple[NewJob, str | None]]:
@@ -209,11 +228,11 @@ def _prepare_items(d: Defaults, items: Any, queue: Any) -> list[tuple[NewJob, st
         raise InvalidArgument("items: expected a list of dicts")
     prepared: list[tuple[NewJob, str | None]] = []
     for index, item in enumerate(items):
-        if not isinstance(item, Mapping):
+        if type(item) is not dict and not isinstance(item, Mapping):
             raise InvalidArgument(f"items[{index}]: expected a dict, got {type(item).__name__}")
-        unknown = set(item) - ENQUEUE_FIELDS
-        if unknown:
-            raise InvalidArgument(f"items[{index}]: unknown field(s) {', '.join(sorted(unknown))}")
+        if not ENQUEUE_FIELDS.issuperset(item):  # no set built per item
+            unknown = sorted(set(item) - ENQUEUE_FIELDS)
+            raise InvalidArgument(f"items[{index}]: unknown field(s) {', '.join(unknown)}")
         if "task" not in item:
             raise InvalidArgument(f"items[{index}]: a task name is required")
         try:
@@ -246,9 +265,11 @@ def _insert_many(v: Values, prepared: list[tuple[NewJob, str | None]]) -> Plan[l
         return jobs
     out: list[Job] = []
     for start in range(0, len(prepared), _BULK_CHUNK):
-        chunk = [job.params(v) for job, _ in prepared[start : start + _BULK_CHUNK]]
-        rows = yield Query("insert_jobs", {"items": v.json_param(chunk)})
-        out.extend(sorted((v.decode_job(r) for r in rows), key=lambda j: j.id))
+        batch = [job for job, _ in prepared[start : start + _BULK_CHUNK]]
+        rows = yield Query("insert_jobs", {"items": v.json_param([j.row(v) for j in batch])})
+        # Ids follow the items' order; the rows hold what the database chose (id, times).
+        ordered = sorted(rows, key=lambda r: r["id"])
+        out.extend(job.inserted(v, row) for job, row in zip(batch, ordered, strict=True))
     yield Announce(queues={j.queue for j in out})
     return out
 

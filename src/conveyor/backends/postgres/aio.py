@@ -17,7 +17,6 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from conveyor.backends.aio import AsyncBackend, AsyncSession
 from conveyor.backends.postgres.dialect import (
-    ANNOUNCING,
     PostgresValues,
     in_own_block,
     notification,
@@ -130,7 +129,7 @@ class AsyncPostgresBackend(PostgresValues, AsyncBackend):
         statement = self._queries[query]
         payload = notification(queues, finished)
         if payload is not None:
-            statement = ANNOUNCING.format(statement=statement)
+            statement = self._announcing[query]
             params = {**params, "notify_channel": self.channel, "notify_payload": payload}
         with translated():
             async with self._pool.connection() as pooled:

@@ -20,7 +20,6 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from conveyor.backends.base import Backend, Session
 from conveyor.backends.postgres.dialect import (
-    ANNOUNCING,
     PostgresValues,
     in_own_block,
     notification,
@@ -136,13 +135,19 @@ class PostgresBackend(PostgresValues, Backend):
         statement = self._queries[query]
         payload = notification(queues, finished)
         if payload is not None:
-            statement = ANNOUNCING.format(statement=statement)
+            statement = self._announcing[query]
             params = {**params, "notify_channel": self.channel, "notify_payload": payload}
-        # Pool connections are in autocommit mode: the statement commits on its own.
-        with translated(), self._pool.connection() as pooled:
-            cur = pooled.cursor(row_factory=dict_row)
-            cur.execute(statement, params)
-            rows: list[Row] = list(cur.fetchall()) if cur.description else []
+        # Pool connections are in autocommit mode: the statement commits on its own, so
+        # the connection is taken and given back without the transaction handling of
+        # ``pool.connection()`` (a commit call and its lock): this is every enqueue's path.
+        with translated():
+            pooled = self._pool.getconn()
+            try:
+                cur = pooled.cursor(row_factory=dict_row)
+                cur.execute(statement, params)
+                rows: list[Row] = list(cur.fetchall()) if cur.description else []
+            finally:
+                self._pool.putconn(pooled)
         if rows and payload is not None:
             self._announce()
         return rows

@@ -20,7 +20,13 @@ from typing import Any
 from conveyor.backends.base import Backend, Session
 from conveyor.backends.sql import load_migrations, load_queries, split_statements
 from conveyor.backends.values import Row
-from conveyor.errors import ConfigurationError, DatabaseError, DuplicateJob, InvalidArgument
+from conveyor.errors import (
+    ConfigurationError,
+    ConveyorError,
+    DatabaseError,
+    DuplicateJob,
+    InvalidArgument,
+)
 
 _PACKAGE = "conveyor.backends.sqlite"
 # The database clock as seconds since the epoch, to the millisecond.
@@ -69,16 +75,18 @@ def _translated() -> Iterator[None]:
     """Nothing above the backend sees ``sqlite3`` exceptions."""
     try:
         yield
-    except sqlite3.IntegrityError as exc:
-        if "conveyor_jobs.queue, conveyor_jobs.key" in str(exc):
-            raise DuplicateJob("an active job with this key already exists") from None
-        raise DatabaseError(f"SQLite integrity error: {exc}") from None
-    except sqlite3.OperationalError as exc:
-        if "locked" in str(exc) or "busy" in str(exc):
-            raise DatabaseError(f"SQLite database is busy: {exc} (raise ?timeout=)") from None
-        raise DatabaseError(f"SQLite error: {exc}") from None
     except sqlite3.Error as exc:
-        raise DatabaseError(f"SQLite error: {exc}") from None
+        raise _translation(exc) from None
+
+
+def _translation(exc: sqlite3.Error) -> ConveyorError:
+    if isinstance(exc, sqlite3.IntegrityError):
+        if "conveyor_jobs.queue, conveyor_jobs.key" in str(exc):
+            return DuplicateJob("an active job with this key already exists")
+        return DatabaseError(f"SQLite integrity error: {exc}")
+    if isinstance(exc, sqlite3.OperationalError) and ("locked" in str(exc) or "busy" in str(exc)):
+        return DatabaseError(f"SQLite database is busy: {exc} (raise ?timeout=)")
+    return DatabaseError(f"SQLite error: {exc}")
 
 
 class SQLiteBackend(Backend):
@@ -156,11 +164,18 @@ class SQLiteBackend(Backend):
         # In autocommit mode a lone statement is its own transaction, and a writing one
         # takes the write lock (waiting up to the busy timeout) before it reads: what
         # BEGIN IMMEDIATE ... COMMIT does, in one call instead of three.
+        # Written out rather than through a session: this is every enqueue's path.
         with self._lock:
-            with _translated():  # a closed connection fails here, as ProgrammingError
-                cursor = self._conn.cursor()
-            rows = _SQLiteSession(cursor, self._queries).all(query, params)
-        if rows and (queues or finished):
+            try:  # a closed connection fails here too, as ProgrammingError
+                cur = self._conn.execute(self._queries[query], params)
+                found = cur.fetchall()
+            except sqlite3.Error as exc:
+                raise _translation(exc) from None
+        if not found:
+            return []
+        names = [column[0] for column in cur.description]
+        rows: list[Row] = [dict(zip(names, row, strict=True)) for row in found]
+        if queues or finished:
             self._announce()
         return rows
 

@@ -16,27 +16,26 @@ DO NOTHING
 RETURNING id, run_at, created_at;
 
 -- name: insert_jobs
--- Many jobs without keys or dependencies in one statement; :items is a JSON array.
+-- Many jobs without keys or dependencies in one statement. :items is a JSON array of
+-- rows, each [queue, task, payload, priority, run_at, max_attempts, job_group].
 INSERT INTO {schema}.conveyor_jobs
     (queue, task, payload, key, priority, run_at, max_attempts, job_group, created_at,
      updated_at)
-SELECT e.value ->> 'queue', e.value ->> 'task', (e.value ->> 'payload')::jsonb, NULL,
-       (e.value ->> 'priority')::integer,
-       coalesce((e.value ->> 'run_at')::timestamptz, now()),
-       (e.value ->> 'max_attempts')::integer, e.value ->> 'job_group', now(), now()
+SELECT e.value ->> 0, e.value ->> 1, (e.value ->> 2)::jsonb, NULL,
+       (e.value ->> 3)::integer, coalesce((e.value ->> 4)::timestamptz, now()),
+       (e.value ->> 5)::integer, e.value ->> 6, now(), now()
 FROM jsonb_array_elements(:items::jsonb) WITH ORDINALITY AS e(value, ord)
 ORDER BY e.ord
-RETURNING *;
+RETURNING id, run_at, created_at;
 
 -- name: insert_job_ids
 -- The same, returning only the new ids (bulk loads that need no Job objects).
 INSERT INTO {schema}.conveyor_jobs
     (queue, task, payload, key, priority, run_at, max_attempts, job_group, created_at,
      updated_at)
-SELECT e.value ->> 'queue', e.value ->> 'task', (e.value ->> 'payload')::jsonb, NULL,
-       (e.value ->> 'priority')::integer,
-       coalesce((e.value ->> 'run_at')::timestamptz, now()),
-       (e.value ->> 'max_attempts')::integer, e.value ->> 'job_group', now(), now()
+SELECT e.value ->> 0, e.value ->> 1, (e.value ->> 2)::jsonb, NULL,
+       (e.value ->> 3)::integer, coalesce((e.value ->> 4)::timestamptz, now()),
+       (e.value ->> 5)::integer, e.value ->> 6, now(), now()
 FROM jsonb_array_elements(:items::jsonb) WITH ORDINALITY AS e(value, ord)
 ORDER BY e.ord
 RETURNING id;

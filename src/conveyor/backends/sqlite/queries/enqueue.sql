@@ -14,25 +14,25 @@ DO NOTHING
 RETURNING id, run_at, created_at;
 
 -- name: insert_jobs
--- Many jobs without keys or dependencies in one statement; :items is a JSON array.
+-- Many jobs without keys or dependencies in one statement. :items is a JSON array of
+-- rows, each [queue, task, payload, priority, run_at, max_attempts, job_group]: by
+-- position, which reads faster than by name (each ->> parses the row again).
 INSERT INTO conveyor_jobs
     (queue, task, payload, key, priority, run_at, max_attempts, job_group, created_at,
      updated_at)
-SELECT value ->> '$.queue', value ->> '$.task', value ->> '$.payload', NULL,
-       value ->> '$.priority', coalesce(value ->> '$.run_at', {now}),
-       value ->> '$.max_attempts', value ->> '$.job_group', {now}, {now}
+SELECT value ->> 0, value ->> 1, value ->> 2, NULL, value ->> 3,
+       coalesce(value ->> 4, {now}), value ->> 5, value ->> 6, {now}, {now}
 FROM json_each(:items)
 ORDER BY json_each.key
-RETURNING *;
+RETURNING id, run_at, created_at;
 
 -- name: insert_job_ids
 -- The same, returning only the new ids (bulk loads that need no Job objects).
 INSERT INTO conveyor_jobs
     (queue, task, payload, key, priority, run_at, max_attempts, job_group, created_at,
      updated_at)
-SELECT value ->> '$.queue', value ->> '$.task', value ->> '$.payload', NULL,
-       value ->> '$.priority', coalesce(value ->> '$.run_at', {now}),
-       value ->> '$.max_attempts', value ->> '$.job_group', {now}, {now}
+SELECT value ->> 0, value ->> 1, value ->> 2, NULL, value ->> 3,
+       coalesce(value ->> 4, {now}), value ->> 5, value ->> 6, {now}, {now}
 FROM json_each(:items)
 ORDER BY json_each.key
 RETURNING id;
