@@ -39,8 +39,8 @@ log = logging.getLogger("conveyor.worker")
 
 DEFAULT_LEASE = 30.0
 DEFAULT_GRACE = 30.0
-_SQLITE_MAX_POLL = 0.2  # idle SQLite workers see a new job within about this long
-_LISTEN_MAX_POLL = 1.0  # with LISTEN/NOTIFY, polling only catches jobs that fall due
+_SQLITE_MAX_POLL = 0.2  # a worker that hears of no other process's commits polls this often
+_LISTEN_MAX_POLL = 1.0  # when it does hear of them, polling only catches jobs that fall due
 
 
 class Worker:
@@ -137,8 +137,8 @@ class Worker:
         if self.poll_interval is not None:
             max_poll = self.poll_interval
         else:
-            listens = getattr(getattr(q, "backend", None), "supports_listen_notify", False)
-            max_poll = _LISTEN_MAX_POLL if listens else _SQLITE_MAX_POLL
+            hears = getattr(getattr(q, "backend", None), "hears_other_processes", False)
+            max_poll = _LISTEN_MAX_POLL if hears else _SQLITE_MAX_POLL
         self._wakeup = Wakeup(q, min_poll=min(0.025, max_poll), max_poll=max_poll)
         self._executor = Executor(self._on_returned, max_threads=self.concurrency)
         self._completer = Completer(q, self._on_flushed, on_db_error=self._db_error)

@@ -3,11 +3,17 @@
 WAL lets readers run beside the writer; every write transaction starts with
 ``BEGIN IMMEDIATE`` so it takes the write lock up front (waiting up to the busy timeout)
 instead of failing half-way when it upgrades from reading. ``synchronous=FULL`` by default:
-a committed job survives a power cut."""
+a committed job survives a power cut.
+
+SQLite cannot notify other processes, so waiters learn of their commits from a watcher
+thread (started by the first ``wait_for_change``) that reads ``PRAGMA data_version`` on
+a connection of its own every few milliseconds: the value moves whenever another
+connection commits, and reading it touches only the WAL index in shared memory."""
 
 from __future__ import annotations
 
 import json
+import logging
 import queue
 import sqlite3
 import threading
@@ -22,6 +28,8 @@ from conveyor.backends.sql import load_migrations, load_queries, split_statement
 from conveyor.backends.values import Row
 from conveyor.errors import ConfigurationError, DatabaseError, DuplicateJob, InvalidArgument
 
+log = logging.getLogger("conveyor.sqlite")
+
 _PACKAGE = "conveyor.backends.sqlite"
 # The database clock as seconds since the epoch, to the millisecond.
 _NOW = "((julianday('now') - 2440587.5) * 86400.0)"
@@ -32,6 +40,9 @@ _ERRORS_KEPT = (
 )
 _MACROS = {"now": _NOW, "errors_kept": _ERRORS_KEPT}
 SYNCHRONOUS = ("full", "normal", "extra")
+# How often the watcher looks for other connections' commits: a waiter hears of one
+# within this long, for a fraction of a percent of a core.
+WATCH_INTERVAL = 0.004
 
 
 @lru_cache(maxsize=4096)
@@ -102,6 +113,8 @@ class SQLiteBackend(Backend):
         self._readers: queue.SimpleQueue[sqlite3.Connection] = queue.SimpleQueue()
         self._all_readers: list[sqlite3.Connection] = []
         self._closed = False
+        self._closing = threading.Event()
+        self._watcher: threading.Thread | None = None
         try:
             self._conn = self._open()
             if path != ":memory:":
@@ -282,12 +295,60 @@ class SQLiteBackend(Backend):
     def decode_json(self, value: Any) -> Any:
         return None if value is None else json.loads(value)
 
+    # -- change notification ------------------------------------------------------------
+    @property
+    def hears_other_processes(self) -> bool:
+        return self.path != ":memory:"  # nothing else can reach a private database
+
+    def wait_for_change(self, since: int, timeout: float) -> bool:
+        self._ensure_watcher()
+        return super().wait_for_change(since, timeout)
+
+    def _ensure_watcher(self) -> None:
+        if self._watcher is not None or not self.hears_other_processes:
+            return
+        with self._changes:
+            if self._watcher is None and not self._closing.is_set():
+                self._watcher = threading.Thread(
+                    target=self._watch, name="conveyor-sqlite-watch", daemon=True
+                )
+                self._watcher.start()
+
+    def _watch(self) -> None:
+        """Announce every commit made by another connection (of any process)."""
+        conn: sqlite3.Connection | None = None
+        seen: int | None = None
+        pause = WATCH_INTERVAL
+        while not self._closing.wait(pause):
+            try:
+                if conn is None:
+                    conn = self._open()
+                    conn.execute("PRAGMA query_only = ON")
+                version = conn.execute("PRAGMA data_version").fetchone()[0]
+            except sqlite3.Error as exc:
+                if conn is not None:
+                    conn.close()
+                    conn = None
+                log.warning("cannot watch the database for changes (%s); retrying", exc)
+                # Waiters still poll; announcing makes them look now, in case one was missed.
+                self._announce()
+                seen, pause = None, min(max(pause * 2, 0.1), 5.0)
+                continue
+            if seen is not None and version != seen:
+                self._announce()
+            seen, pause = version, WATCH_INTERVAL
+        if conn is not None:
+            conn.close()
+
     # -- lifecycle ------------------------------------------------------------------
     def ping(self) -> None:
         with self._lock, _translated():
             self._conn.execute("SELECT 1").fetchone()
 
     def close(self) -> None:
+        self._closing.set()
+        if self._watcher is not None:
+            self._watcher.join(timeout=2.0)
         with self._lock:
             self._closed = True
             self._conn.close()
