@@ -27,6 +27,7 @@ from conveyor.worker.context import Context
 from conveyor.worker.executor import Executor
 from conveyor.worker.heartbeater import Heartbeater
 from conveyor.worker.outcome import Outcome, one_line
+from conveyor.worker.presence import Presence
 from conveyor.worker.registry import Held, Registry
 from conveyor.worker.signals import StopSignals
 from conveyor.worker.stats import WorkerStats
@@ -151,6 +152,12 @@ class Worker:
             on_db_error=self._db_error,
         )
         self._maintainer = Maintainer()
+        self._presence = Presence(
+            q, worker=self.name or q.worker_name, queues=self.queues,
+            concurrency=self.concurrency, interval=self.heartbeat_interval,
+            running=lambda: self._registry.executing,
+        )  # fmt: skip
+        self._maintainer.add(self._presence, self.heartbeat_interval)
         # A first pass at start; only this worker's queues (others may have other leases).
         self._maintainer.add(Rescuer(q, self.queues), self.rescue_interval)
         if self.retention is not None:
@@ -331,6 +338,7 @@ class Worker:
         self._release(q, self._registry.unwritten())
         self._heartbeater.stop()
         self._maintainer.stop()
+        self._presence.leave()
         self._executor.close()
         self._wakeup.close()
 
