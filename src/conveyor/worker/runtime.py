@@ -21,7 +21,7 @@ from conveyor.job import Job
 from conveyor.maintenance import Dispatcher, Maintainer, Pruner, Rescuer, Retention, Scheduler
 from conveyor.queue import Duration, Queue
 from conveyor.retry import seconds
-from conveyor.worker import execution, outcome
+from conveyor.worker import attempts, execution, outcome
 from conveyor.worker.completer import Completer, Flushed
 from conveyor.worker.context import Context
 from conveyor.worker.executor import Executor
@@ -284,6 +284,7 @@ class Worker:
                     o.job.id,
                 )
         self.stats.add(snoozed=len(flushed.written.snoozed))
+        attempts.log_endings(flushed.outcomes, flushed.written)
         finals = 0
         for job in flushed.written.jobs:
             if job.status == "completed":
