@@ -9,7 +9,10 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 import conveyor
+from conveyor.backends.sqlite.watch import FileWatch
 from conveyor.job import Status
 from tests.worker.conftest import running
 from tests.worker.procs import REPO, wait_for
@@ -33,13 +36,19 @@ def sqlite_url(tmp_path: Path) -> str:
     return url
 
 
-def test_wait_for_change_hears_a_commit_made_by_another_process(tmp_path: Path) -> None:
+@pytest.mark.parametrize("inotify", [True, False], ids=["inotify", "timer"])
+def test_wait_for_change_hears_a_commit_made_by_another_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, inotify: bool
+) -> None:
+    if not inotify:  # as where inotify is not to be had: the value is read on a timer
+        monkeypatch.setattr(FileWatch, "open", classmethod(lambda cls, path: None))
     url = sqlite_url(tmp_path)
     q = conveyor.connect(url)
     try:
         assert q.backend.hears_other_processes
+        q.wait_for_change(q.generation(), 0.5)  # starts the watch (which looks once)
         since = q.generation()
-        assert not q.wait_for_change(since, 0.2)  # quiet: nothing to hear
+        assert not q.wait_for_change(since, 0.5)  # quiet: nothing to hear
         since = q.generation()
         in_another_process(url, "q.enqueue('elsewhere.task')")
         assert q.wait_for_change(since, LONG_POLL)  # a change, not a timeout

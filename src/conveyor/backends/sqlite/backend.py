@@ -6,9 +6,7 @@ instead of failing half-way when it upgrades from reading. ``synchronous=FULL`` 
 a committed job survives a power cut.
 
 SQLite cannot notify other processes, so waiters learn of their commits from a watcher
-thread (started by the first ``wait_for_change``) that reads ``PRAGMA data_version`` on
-a connection of its own every few milliseconds: the value moves whenever another
-connection commits, and reading it touches only the WAL index in shared memory."""
+thread, started by the first ``wait_for_change`` (see ``watch.py``)."""
 
 from __future__ import annotations
 
@@ -17,6 +15,7 @@ import logging
 import queue
 import sqlite3
 import threading
+import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -25,6 +24,13 @@ from typing import Any
 
 from conveyor.backends.base import Backend, Session
 from conveyor.backends.sql import load_migrations, load_queries, split_statements
+from conveyor.backends.sqlite.watch import (
+    HOT_FOR,
+    HOT_INTERVAL,
+    POLL_INTERVAL,
+    QUIET_CHECK,
+    FileWatch,
+)
 from conveyor.backends.values import Row
 from conveyor.errors import ConfigurationError, DatabaseError, DuplicateJob, InvalidArgument
 
@@ -40,9 +46,6 @@ _ERRORS_KEPT = (
 )
 _MACROS = {"now": _NOW, "errors_kept": _ERRORS_KEPT}
 SYNCHRONOUS = ("full", "normal", "extra")
-# How often the watcher looks for other connections' commits: a waiter hears of one
-# within this long, for a fraction of a percent of a core.
-WATCH_INTERVAL = 0.004
 
 
 @lru_cache(maxsize=4096)
@@ -317,26 +320,39 @@ class SQLiteBackend(Backend):
     def _watch(self) -> None:
         """Announce every commit made by another connection (of any process)."""
         conn: sqlite3.Connection | None = None
+        files: FileWatch | None = None
         seen: int | None = None
-        pause = WATCH_INTERVAL
-        while not self._closing.wait(pause):
+        hot_until = 0.0  # the WAL file was written: look often until the commit shows
+        retry = 0.1
+        while not self._closing.is_set():
             try:
                 if conn is None:
                     conn = self._open()
                     conn.execute("PRAGMA query_only = ON")
                 version = conn.execute("PRAGMA data_version").fetchone()[0]
+                if files is None:  # the read above made sure the WAL file exists
+                    files = FileWatch.open(self.path + "-wal")
             except sqlite3.Error as exc:
                 if conn is not None:
                     conn.close()
                     conn = None
                 log.warning("cannot watch the database for changes (%s); retrying", exc)
-                # Waiters still poll; announcing makes them look now, in case one was missed.
-                self._announce()
-                seen, pause = None, min(max(pause * 2, 0.1), 5.0)
+                self._closing.wait(retry)
+                retry = min(retry * 2, 5.0)
                 continue
-            if seen is not None and version != seen:
+            retry = 0.1
+            if version != seen:
+                # The first reading too: a change may have come before anyone watched.
                 self._announce()
-            seen, pause = version, WATCH_INTERVAL
+                seen, hot_until = version, 0.0
+            if files is None:
+                self._closing.wait(POLL_INTERVAL)
+            elif time.monotonic() < hot_until:
+                self._closing.wait(HOT_INTERVAL)
+            elif files.wait(QUIET_CHECK):
+                hot_until = time.monotonic() + HOT_FOR
+        if files is not None:
+            files.close()
         if conn is not None:
             conn.close()
 
