@@ -152,12 +152,6 @@ class Worker:
             on_db_error=self._db_error,
         )
         self._maintainer = Maintainer()
-        self._presence = Presence(
-            q, worker=self.name or q.worker_name, queues=self.queues,
-            concurrency=self.concurrency, interval=self.heartbeat_interval,
-            running=lambda: self._registry.executing,
-        )  # fmt: skip
-        self._maintainer.add(self._presence, self.heartbeat_interval)
         # A first pass at start; only this worker's queues (others may have other leases).
         self._maintainer.add(Rescuer(q, self.queues), self.rescue_interval)
         if self.retention is not None:
@@ -169,6 +163,13 @@ class Worker:
         if self.app.notifier is not None:
             self._dispatcher = Dispatcher(q, self.app.notifier)
             self._maintainer.add(self._dispatcher, 1.0)
+        # Last: the first rescue pass comes before anything else (a burst worker needs it).
+        self._presence = Presence(
+            q, worker=self.name or q.worker_name, queues=self.queues,
+            concurrency=self.concurrency, interval=self.heartbeat_interval,
+            running=lambda: self._registry.executing,
+        )  # fmt: skip
+        self._maintainer.add(self._presence, self.heartbeat_interval)
         for part in (self._wakeup, self._completer, self._heartbeater, self._maintainer):
             part.start()
 
