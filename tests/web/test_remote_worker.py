@@ -9,8 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import httpx
+
 import conveyor
-from tests.web.conftest import TOKEN_OF
+from tests.web.conftest import TOKEN_OF, bearer
 from tests.worker.procs import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -82,6 +84,11 @@ def test_a_worker_through_the_server_registers_and_signs_off(
         ).read_text()
         (found,) = queue.workers()
         assert found.queues == ("remote",) and found.concurrency == 2 and found.running == 0
+        listed = httpx.get(f"{server_url}/api/workers", headers=bearer("reader"), timeout=30)
+        assert listed.status_code == 200
+        assert [(w["name"], w["pid"], w["running"]) for w in listed.json()["workers"]] == [
+            (found.name, proc.pid, 0)
+        ]
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(30) == 0
         assert queue.workers() == []
