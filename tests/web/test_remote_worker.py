@@ -4,12 +4,16 @@ worker token, runs tasks, reports progress and results, and tells subscribers.""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
+import httpx
+
 import conveyor
-from tests.web.conftest import TOKEN_OF
+from tests.web.conftest import TOKEN_OF, bearer
+from tests.worker.procs import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -60,3 +64,35 @@ def test_worker_server_mistakes_are_one_line(server_url: str, tmp_path: Path) ->
     assert "Traceback" not in reader.stderr
     both = _worker(server_url, TOKEN_OF["worker"], effects, "--db", "sqlite:///x.db")
     assert both.returncode != 0 and "--db and --server" in both.stderr
+
+
+def test_a_worker_through_the_server_registers_and_signs_off(
+    server_url: str, queue: conveyor.Queue, tmp_path: Path
+) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "CONVEYOR_DATABASE_URL"}
+    env["CONVEYOR_TEST_EFFECTS"] = str(tmp_path / "effects")
+    with open(tmp_path / "worker.log", "wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "conveyor", "worker", "--app", "tests.web.remote_apps:remote",
+             "--server", server_url, "--token", TOKEN_OF["worker"], "--lease", "3",
+             "--concurrency", "2"],
+            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    try:
+        assert wait_for(lambda: [w.pid for w in queue.workers()] == [proc.pid], 30), (
+            tmp_path / "worker.log"
+        ).read_text()
+        (found,) = queue.workers()
+        assert found.queues == ("remote",) and found.concurrency == 2 and found.running == 0
+        listed = httpx.get(f"{server_url}/api/workers", headers=bearer("reader"), timeout=30)
+        assert listed.status_code == 200
+        assert [(w["name"], w["pid"], w["running"]) for w in listed.json()["workers"]] == [
+            (found.name, proc.pid, 0)
+        ]
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0
+        assert queue.workers() == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)

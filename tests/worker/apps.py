@@ -72,3 +72,19 @@ latency = conveyor.App()
 @latency.task(name="latency.ping")
 def ping(ctx: conveyor.Context) -> float:
     return ctx.queue.now().timestamp()
+
+
+# -- failing: attempts that fail, for the worker's failure logs ----------------------
+failing = conveyor.App()
+
+
+@failing.task(name="failing.boom", backoff=conveyor.Fixed(0))
+def boom(ctx: conveyor.Context, n: int) -> None:
+    record(f"claim {ctx.claim_id}")
+    raise ValueError(f"bad input {n}")
+
+
+@failing.task(name="failing.later")
+def later(ctx: conveyor.Context) -> None:
+    record(f"claim {ctx.claim_id}")
+    raise conveyor.Snooze(60)

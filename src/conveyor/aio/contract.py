@@ -579,8 +579,8 @@ class AsyncQueueAPI(ABC):
 
     async def wait(self, job_id: int, timeout: Duration | None = None, *, poll: float = 0.5) -> Job:
         """Block until the job is final, or ``timeout`` passes; returns the job as it is
-        then (check ``job.is_final``). Woken by LISTEN/NOTIFY on PostgreSQL and by
-        commits of this process on SQLite; otherwise it looks again every ``poll``
+        then (check ``job.is_final``). Woken by LISTEN/NOTIFY on PostgreSQL and by a
+        watch for commits on SQLite (any process's); otherwise it looks again every ``poll``
         seconds. A remote queue long-polls its server instead."""
         limit = None if timeout is None else seconds(timeout, "timeout")
         deadline = None if limit is None else time.monotonic() + limit

@@ -91,9 +91,10 @@ class AsyncQueue(AsyncQueueAPI):
             return await self._backend.wait_for_change(since, timeout)
         threaded = self._threaded
         assert threaded is not None
-        if threaded.listens and not self._listening:
-            # A synchronous PostgreSQL queue starts its listener thread on the first
-            # wait; from then on its counter moves with other processes' changes.
+        if threaded.backend.hears_other_processes and not self._listening:
+            # A synchronous queue starts its listener (PostgreSQL) or watcher (SQLite)
+            # thread on the first wait; from then on its counter moves with other
+            # processes' changes.
             await asyncio.to_thread(threaded.wait_for_change, since, 0)
             self._listening = True
         deadline = time.monotonic() + max(0.0, timeout)

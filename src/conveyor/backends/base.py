@@ -99,6 +99,12 @@ class Backend(Values):
         """A sorted, comparable description of tables, columns and indexes."""
 
     # -- change notification ------------------------------------------------------------
+    @property
+    def hears_other_processes(self) -> bool:
+        """Whether ``wait_for_change`` wakes for commits made by other processes (else
+        only for this process's own, and waiters poll for the rest)."""
+        return self.supports_listen_notify
+
     def generation(self) -> int:
         """A counter that grows whenever this process learns of a change (a commit made
         here, or a notification from the database). Read it before looking at the state

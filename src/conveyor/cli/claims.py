@@ -12,6 +12,7 @@ from rich.text import Text
 
 from conveyor.cli.output import when
 from conveyor.cli.tables import Cell, Column, fitted
+from conveyor.info import WorkerInfo
 from conveyor.job import Job
 
 
@@ -44,6 +45,8 @@ class WorkerSummary:
     claims: set[str] = field(default_factory=set)
     queues: set[str] = field(default_factory=set)
     last_heartbeat_at: datetime | None = None
+    registered: bool = False  # in the worker registry (else known only by its claims)
+    concurrency: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -52,6 +55,8 @@ class WorkerSummary:
             "claims": len(self.claims),
             "queues": sorted(self.queues),
             "last_heartbeat_at": _iso(self.last_heartbeat_at),
+            "registered": self.registered,
+            "concurrency": self.concurrency,
         }
 
 
@@ -84,9 +89,26 @@ def summarize(
     return by_load, by_urgency
 
 
+def with_registered(
+    busy: list[WorkerSummary], registered: Iterable[WorkerInfo]
+) -> list[WorkerSummary]:
+    """The workers at work joined with the registry, so idle workers are listed too
+    (busiest first)."""
+    by_name = {w.name: w for w in busy}
+    for info in registered:
+        worker = by_name.setdefault(info.name, WorkerSummary(info.name))
+        worker.registered = True
+        worker.concurrency = info.concurrency
+        worker.queues.update(info.queues)
+        worker.last_heartbeat_at = _latest(worker.last_heartbeat_at, info.last_seen_at)
+    return sorted(by_name.values(), key=lambda w: (-w.jobs, w.name))
+
+
 def workers_table(workers: list[WorkerSummary], now: datetime, *, width: int) -> Table:
     rows: list[dict[str, Cell]] = [
-        {"worker": w.name, "jobs": str(w.jobs), "claims": str(len(w.claims)),
+        {"worker": w.name,
+         "jobs": f"{w.jobs}/{w.concurrency}" if w.concurrency is not None else str(w.jobs),
+         "claims": str(len(w.claims)),
          "queues": ", ".join(sorted(w.queues)), "last heartbeat": when(now, w.last_heartbeat_at)}
         for w in workers
     ]  # fmt: skip

@@ -14,7 +14,13 @@ from rich.live import Live
 from rich.text import Text
 
 from conveyor.cli.base import PANEL_JOBS, PANEL_WATCH, DbOption, JsonOption, app, fail
-from conveyor.cli.claims import ClaimSummary, claims_table, summarize, workers_table
+from conveyor.cli.claims import (
+    ClaimSummary,
+    claims_table,
+    summarize,
+    with_registered,
+    workers_table,
+)
 from conveyor.cli.connection import open_queue
 from conveyor.cli.output import (
     console,
@@ -138,13 +144,15 @@ def _watch_stats(q: Queue, queue: str | None, as_json: bool, interval: float) ->
 
 @app.command(rich_help_panel=PANEL_WATCH)
 def info(db: DbOption = None, as_json: JsonOption = False) -> None:
-    """One screen: the database, its queues, the workers at work and their claims."""
+    """One screen: the database, its queues, the workers (idle ones too) and their claims."""
     with open_queue(db) as q:
         now = q.now()
         per_queue = q.queue_stats()
         running = q.jobs(status="running", limit=MAX_LIST)
         version = q.schema_version()
-    workers, claims = summarize(running, now)
+        registered = q.workers()
+    busy, claims = summarize(running, now)
+    workers = with_registered(busy, registered)
     truncated = len(running) == MAX_LIST
     if as_json:
         print_json({
@@ -168,8 +176,8 @@ def info(db: DbOption = None, as_json: JsonOption = False) -> None:
     width = out.width
     queues = stats_table(per_queue, now, width=width) if per_queue else Text("no jobs yet")
     out.print(titled("queues", queues))
-    busy = workers_table(workers, now, width=width) if workers else Text("none running")
-    out.print(titled("workers", busy))
+    table = workers_table(workers, now, width=width) if workers else Text("none running")
+    out.print(titled("workers", table))
     if claims:
         out.print(titled("claims", claims_table(claims, now, width=width)))
     _hints(claims, truncated)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import logging
 import re
-import sys
+from functools import partial
 from typing import Annotated
 
 import typer
 
+from conveyor import logformat
 from conveyor.cli.base import DB_HELP, app
 from conveyor.cli.waiting import still_waiting
 from conveyor.errors import ConfigurationError
@@ -18,6 +19,7 @@ from conveyor.worker.loader import load_app
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhd]?)$")
 _UNIT = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 _LEVELS = ("debug", "info", "warning", "error")
+_log = logging.getLogger("conveyor.worker")
 
 
 @app.command()
@@ -68,6 +70,9 @@ def worker(
         ),
     ] = None,
     log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "info",
+    log_format: Annotated[
+        str, typer.Option(help="text, or json: one JSON object per line, for log shippers.")
+    ] = "text",
 ) -> None:
     """Run the tasks of an app. SIGTERM or Ctrl-C stops claiming, lets running tasks
     finish within --grace, and releases the rest; a second signal exits at once."""
@@ -75,11 +80,9 @@ def worker(
         raise ConfigurationError(
             f"--log-level: expected one of {', '.join(_LEVELS)}, got {log_level!r}"
         )
-    logging.basicConfig(
-        level=log_level.upper(),
-        stream=sys.stderr,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    if log_format.lower() not in logformat.FORMATS:
+        raise ConfigurationError(f"--log-format: expected text or json, got {log_format!r}")
+    logformat.configure(log_level, log_format.lower())
     application = load_app(app_spec)
     if db is not None and server is not None:
         raise ConfigurationError("--db and --server: give one or the other, not both")
@@ -101,10 +104,12 @@ def worker(
         retention=_retention(retain or []),
     )
     if burst:
-        typer.echo(stats.summary() or "nothing to do", err=True)
+        # In JSON, every line on stderr is a log record: the closing words are too.
+        say = _log.info if log_format.lower() == "json" else partial(typer.echo, err=True)
+        say(stats.summary() or "nothing to do")
         waiting = still_waiting(application.queue, names or application.queues)
         if waiting:
-            typer.echo(waiting, err=True)
+            say(waiting)
 
 
 def _retention(rules: list[str]) -> Retention | None:

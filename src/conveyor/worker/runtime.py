@@ -21,12 +21,13 @@ from conveyor.job import Job
 from conveyor.maintenance import Dispatcher, Maintainer, Pruner, Rescuer, Retention, Scheduler
 from conveyor.queue import Duration, Queue
 from conveyor.retry import seconds
-from conveyor.worker import execution, outcome
+from conveyor.worker import attempts, execution, outcome
 from conveyor.worker.completer import Completer, Flushed
 from conveyor.worker.context import Context
 from conveyor.worker.executor import Executor
 from conveyor.worker.heartbeater import Heartbeater
 from conveyor.worker.outcome import Outcome, one_line
+from conveyor.worker.presence import Presence
 from conveyor.worker.registry import Held, Registry
 from conveyor.worker.signals import StopSignals
 from conveyor.worker.stats import WorkerStats
@@ -39,8 +40,8 @@ log = logging.getLogger("conveyor.worker")
 
 DEFAULT_LEASE = 30.0
 DEFAULT_GRACE = 30.0
-_SQLITE_MAX_POLL = 0.2  # idle SQLite workers see a new job within about this long
-_LISTEN_MAX_POLL = 1.0  # with LISTEN/NOTIFY, polling only catches jobs that fall due
+_SQLITE_MAX_POLL = 0.2  # a worker that hears of no other process's commits polls this often
+_LISTEN_MAX_POLL = 1.0  # when it does hear of them, polling only catches jobs that fall due
 
 
 class Worker:
@@ -137,8 +138,8 @@ class Worker:
         if self.poll_interval is not None:
             max_poll = self.poll_interval
         else:
-            listens = getattr(getattr(q, "backend", None), "supports_listen_notify", False)
-            max_poll = _LISTEN_MAX_POLL if listens else _SQLITE_MAX_POLL
+            hears = getattr(getattr(q, "backend", None), "hears_other_processes", False)
+            max_poll = _LISTEN_MAX_POLL if hears else _SQLITE_MAX_POLL
         self._wakeup = Wakeup(q, min_poll=min(0.025, max_poll), max_poll=max_poll)
         self._executor = Executor(self._on_returned, max_threads=self.concurrency)
         self._completer = Completer(q, self._on_flushed, on_db_error=self._db_error)
@@ -162,6 +163,13 @@ class Worker:
         if self.app.notifier is not None:
             self._dispatcher = Dispatcher(q, self.app.notifier)
             self._maintainer.add(self._dispatcher, 1.0)
+        # Last: the first rescue pass comes before anything else (a burst worker needs it).
+        self._presence = Presence(
+            q, worker=self.name or q.worker_name, queues=self.queues,
+            concurrency=self.concurrency, interval=self.heartbeat_interval,
+            running=lambda: self._registry.executing,
+        )  # fmt: skip
+        self._maintainer.add(self._presence, self.heartbeat_interval)
         for part in (self._wakeup, self._completer, self._heartbeater, self._maintainer):
             part.start()
 
@@ -277,6 +285,7 @@ class Worker:
                     o.job.id,
                 )
         self.stats.add(snoozed=len(flushed.written.snoozed))
+        attempts.log_endings(flushed.outcomes, flushed.written)
         finals = 0
         for job in flushed.written.jobs:
             if job.status == "completed":
@@ -331,6 +340,7 @@ class Worker:
         self._release(q, self._registry.unwritten())
         self._heartbeater.stop()
         self._maintainer.stop()
+        self._presence.leave()
         self._executor.close()
         self._wakeup.close()
 

@@ -1,11 +1,11 @@
 """Where the claim loop sleeps when there was nothing to claim, and what wakes it.
 
-PostgreSQL: LISTEN/NOTIFY (through ``backend.generation()`` and ``wait_for_change``)
-wakes the worker as soon as a job is enqueued; the poll interval only covers jobs that
-become due by time (``run_at``, retry backoff). SQLite cannot notify other processes,
-so the worker polls adaptively: right after work, often; when idle, backing off to
-``max_poll`` (an empty claim costs a fraction of a millisecond). Commits made in the
-worker's own process wake it at once on both."""
+The backend's ``generation()`` and ``wait_for_change`` wake the worker as soon as a job
+is enqueued: LISTEN/NOTIFY on PostgreSQL, a watch of ``PRAGMA data_version`` on SQLite,
+and commits made in the worker's own process at once on both. The poll interval only
+covers jobs that become due by time (``run_at``, retry backoff). A queue that hears of
+no changes (a remote one) polls adaptively: right after work, often; when idle, backing
+off to ``max_poll`` (an empty claim costs a fraction of a millisecond)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ class Wakeup:
 
     @property
     def listens(self) -> bool:
-        return bool(getattr(self._backend, "supports_listen_notify", False))
+        return bool(getattr(self._backend, "hears_other_processes", False))
 
     def start(self) -> None:
         if self._backend is not None:

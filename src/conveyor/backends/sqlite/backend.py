@@ -3,14 +3,19 @@
 WAL lets readers run beside the writer; every write transaction starts with
 ``BEGIN IMMEDIATE`` so it takes the write lock up front (waiting up to the busy timeout)
 instead of failing half-way when it upgrades from reading. ``synchronous=FULL`` by default:
-a committed job survives a power cut."""
+a committed job survives a power cut.
+
+SQLite cannot notify other processes, so waiters learn of their commits from a watcher
+thread, started by the first ``wait_for_change`` (see ``watch.py``)."""
 
 from __future__ import annotations
 
 import json
+import logging
 import queue
 import sqlite3
 import threading
+import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -19,6 +24,13 @@ from typing import Any
 
 from conveyor.backends.base import Backend, Session
 from conveyor.backends.sql import load_migrations, load_queries, split_statements
+from conveyor.backends.sqlite.watch import (
+    HOT_FOR,
+    HOT_INTERVAL,
+    POLL_INTERVAL,
+    QUIET_CHECK,
+    FileWatch,
+)
 from conveyor.backends.values import Row
 from conveyor.errors import (
     ConfigurationError,
@@ -27,6 +39,8 @@ from conveyor.errors import (
     DuplicateJob,
     InvalidArgument,
 )
+
+log = logging.getLogger("conveyor.sqlite")
 
 _PACKAGE = "conveyor.backends.sqlite"
 # The database clock as seconds since the epoch, to the millisecond.
@@ -110,6 +124,8 @@ class SQLiteBackend(Backend):
         self._readers: queue.SimpleQueue[sqlite3.Connection] = queue.SimpleQueue()
         self._all_readers: list[sqlite3.Connection] = []
         self._closed = False
+        self._closing = threading.Event()
+        self._watcher: threading.Thread | None = None
         try:
             self._conn = self._open()
             if path != ":memory:":
@@ -297,12 +313,73 @@ class SQLiteBackend(Backend):
     def decode_json(self, value: Any) -> Any:
         return None if value is None else json.loads(value)
 
+    # -- change notification ------------------------------------------------------------
+    @property
+    def hears_other_processes(self) -> bool:
+        return self.path != ":memory:"  # nothing else can reach a private database
+
+    def wait_for_change(self, since: int, timeout: float) -> bool:
+        self._ensure_watcher()
+        return super().wait_for_change(since, timeout)
+
+    def _ensure_watcher(self) -> None:
+        if self._watcher is not None or not self.hears_other_processes:
+            return
+        with self._changes:
+            if self._watcher is None and not self._closing.is_set():
+                self._watcher = threading.Thread(
+                    target=self._watch, name="conveyor-sqlite-watch", daemon=True
+                )
+                self._watcher.start()
+
+    def _watch(self) -> None:
+        """Announce every commit made by another connection (of any process)."""
+        conn: sqlite3.Connection | None = None
+        files: FileWatch | None = None
+        seen: int | None = None
+        hot_until = 0.0  # the WAL file was written: look often until the commit shows
+        retry = 0.1
+        while not self._closing.is_set():
+            try:
+                if conn is None:
+                    conn = self._open()
+                    conn.execute("PRAGMA query_only = ON")
+                version = conn.execute("PRAGMA data_version").fetchone()[0]
+                if files is None:  # the read above made sure the WAL file exists
+                    files = FileWatch.open(self.path + "-wal")
+            except sqlite3.Error as exc:
+                if conn is not None:
+                    conn.close()
+                    conn = None
+                log.warning("cannot watch the database for changes (%s); retrying", exc)
+                self._closing.wait(retry)
+                retry = min(retry * 2, 5.0)
+                continue
+            retry = 0.1
+            if version != seen:
+                # The first reading too: a change may have come before anyone watched.
+                self._announce()
+                seen, hot_until = version, 0.0
+            if files is None:
+                self._closing.wait(POLL_INTERVAL)
+            elif time.monotonic() < hot_until:
+                self._closing.wait(HOT_INTERVAL)
+            elif files.wait(QUIET_CHECK):
+                hot_until = time.monotonic() + HOT_FOR
+        if files is not None:
+            files.close()
+        if conn is not None:
+            conn.close()
+
     # -- lifecycle ------------------------------------------------------------------
     def ping(self) -> None:
         with self._lock, _translated():
             self._conn.execute("SELECT 1").fetchone()
 
     def close(self) -> None:
+        self._closing.set()
+        if self._watcher is not None:
+            self._watcher.join(timeout=2.0)
         with self._lock:
             self._closed = True
             self._conn.close()
