@@ -10,7 +10,8 @@ for job in claim.jobs:
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from conveyor.app import App, Task
 from conveyor.config import database_url, open_backend, parse_url
@@ -32,7 +33,10 @@ from conveyor.info import QueueSettings, Rate, ScheduleInfo, Throughput, WorkerI
 from conveyor.job import AttemptError, Claim, ErrorKind, Job, Progress, Stats, Status
 from conveyor.queue import Dedupe, Queue
 from conveyor.retry import Backoff, Fixed
-from conveyor.worker import Context, Worker
+from conveyor.task import Context
+
+if TYPE_CHECKING:
+    from conveyor.worker import Worker, WorkerStats
 
 __version__ = "0.1.0"
 
@@ -61,6 +65,17 @@ def connect(
         backend.close()
         raise
     return queue
+
+
+# The worker runtime (threads, the maintenance services) loads on first use of these
+# names: an app that only enqueues never pays for it.
+_RUNTIME = {"Worker": "conveyor.worker", "WorkerStats": "conveyor.worker"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _RUNTIME:
+        return getattr(importlib.import_module(_RUNTIME[name]), name)
+    raise AttributeError(f"module 'conveyor' has no attribute {name!r}")
 
 
 __all__ = [
@@ -96,5 +111,6 @@ __all__ = [
     "Throughput",
     "Worker",
     "WorkerInfo",
+    "WorkerStats",
     "connect",
 ]

@@ -27,8 +27,8 @@ from conveyor.ops.enqueue import OnCompleted
 from conveyor.queue import Duration, OnActive, OnFailed, Queue
 from conveyor.retry import BackoffPolicy, seconds
 from conveyor.schedule import OnMissed, Periodic
-from conveyor.worker.context import Context
-from conveyor.worker.payload import Binding
+from conveyor.task.binding import Binding
+from conveyor.task.context import Context
 
 if TYPE_CHECKING:
     from conveyor.notify import Notifier
@@ -354,6 +354,8 @@ class App:
     # -- running --------------------------------------------------------------------
     def worker(self, **options: Any) -> Worker:
         """A ``Worker`` for this app; see its arguments."""
+        # Loaded when a worker is made, not with ``import conveyor``: apps that only
+        # enqueue never load the runtime.
         from conveyor.worker.runtime import Worker
 
         return Worker(self, **options)
@@ -367,7 +369,7 @@ class App:
         a time, until none is left; returns how many ran. Jobs scheduled for later stay."""
         if getattr(self._draining, "active", False):
             return 0  # enqueued from a task that drain is running: the loop picks it up
-        from conveyor.worker.inline import drain
+        from conveyor.worker.inline import drain  # loaded here, as in ``worker``
 
         self._draining.active = True
         try:

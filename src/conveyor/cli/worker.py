@@ -47,6 +47,14 @@ def worker(
         ),
     ] = None,
     concurrency: Annotated[int, typer.Option(help="Tasks running at once.", min=1)] = 10,
+    prefetch: Annotated[
+        int | None,
+        typer.Option(
+            help="Jobs claimed ahead of a free slot (default: as many as --concurrency).",
+            min=0,
+            show_default=False,
+        ),
+    ] = None,
     queues: Annotated[
         str | None,
         typer.Option(
@@ -95,6 +103,7 @@ def worker(
     stats = application.run_worker(
         queues=names,
         concurrency=concurrency,
+        prefetch=prefetch,
         lease=lease,
         burst=burst,
         grace=grace,
