@@ -144,3 +144,26 @@ def test_a_killed_workers_jobs_claimed_ahead_come_back_through_the_rescuer(
     for job in ahead:  # claimed once by the killed worker without running, then run once
         assert runs.count(job.id) == 1
         assert q.get(job.id).attempts == 2  # type: ignore[union-attr]
+
+
+def test_by_default_short_tasks_are_claimed_ahead_in_larger_batches(
+    app: App, q: conveyor.Queue
+) -> None:
+    @app.task
+    def quick(ctx: Context, i: int) -> int:
+        return i
+
+    limits: list[int] = []
+    claim = q.claim
+
+    def spy_claim(*args: object, **kwargs: object) -> object:
+        limits.append(kwargs["limit"])  # type: ignore[arg-type]
+        return claim(*args, **kwargs)  # type: ignore[arg-type]
+
+    q.claim = spy_claim  # type: ignore[assignment, method-assign]
+    quick.enqueue_many([{"i": i} for i in range(3000)])
+    stats = burst(app, concurrency=2)
+    assert stats.completed == 3000
+    assert limits[0] == 4  # before any pace is known: the slots, and as many ahead
+    assert max(limits) > 4  # then as many as the pace calls for
+    assert max(limits) <= 2 + 1000

@@ -37,6 +37,7 @@ class HeldJobs:
     def __init__(self) -> None:
         self._held: dict[Key, Held] = {}
         self._in_hand = 0  # held jobs whose function has not returned (waiting or running)
+        self.returned_total = 0  # functions returned since the start (the worker's pace)
         self._cond = threading.Condition()
 
     def add(self, job: Job, ctx: Context) -> Held:
@@ -60,6 +61,7 @@ class HeldJobs:
             if not held.returned:
                 held.returned = True
                 self._in_hand -= 1
+                self.returned_total += 1
             self._forget_if_done(held)
             self._cond.notify_all()
 

@@ -49,6 +49,8 @@ from conveyor.worker.timing import (
     DEFAULT_GRACE,
     DEFAULT_LEASE,
     MIN_POLL,
+    PACE_WINDOW,
+    Pace,
     Timing,
     db_retry_delay,
     positive,
@@ -59,14 +61,18 @@ if TYPE_CHECKING:
     from conveyor.app import App
 
 MAX_PREFETCH = 10_000
+MAX_AUTO_PREFETCH = 1_000  # the default prefetch's bound
 
 
 class Worker:
     """Runs the tasks of ``app`` from ``queues`` (default: every queue its tasks use).
 
     ``concurrency``: tasks running at once. ``prefetch``: jobs claimed ahead of a free
-    slot (default: as many as ``concurrency``; 0 claims only for free slots); their
-    leases are renewed while they wait, and a stop releases them at once. ``lease``:
+    slot, so the next ones are at hand when a slot frees (0: claim only for free slots).
+    By default the worker claims ahead ``concurrency`` jobs, or as many as it finishes in
+    about 0.1 s at its current pace when that is more (at most ``MAX_AUTO_PREFETCH``):
+    short tasks are claimed in large batches, long ones are not hoarded. Their leases
+    are renewed while they wait, and a stop releases them at once. ``lease``:
     seconds a claim lasts without a heartbeat (renewed every ``lease / 3``). ``burst``:
     return once no job is claimable and none is held. ``grace``: on stop, how long
     running tasks may still finish before their jobs are released to ``pending``.
@@ -99,11 +105,11 @@ class Worker:
         for name_ in self.queues:
             check.name(name_, "queue")
         self.concurrency = check.integer(concurrency, "concurrency", low=1, high=10_000)
-        self.prefetch = (
-            self.concurrency
-            if prefetch is None
-            else check.integer(prefetch, "prefetch", low=0, high=MAX_PREFETCH)
-        )
+        self.prefetch: int | None = None  # adapted to the pace (see ``_ahead``)
+        if prefetch is not None:
+            self.prefetch = check.integer(prefetch, "prefetch", low=0, high=MAX_PREFETCH)
+        self._pace = Pace()
+        self._last_ahead = self.concurrency if self.prefetch is None else self.prefetch
         self.timing = Timing.of(
             lease=lease,
             grace=grace,
@@ -148,11 +154,11 @@ class Worker:
         signals = StopSignals(self._stopping)
         installed = self.install_signals and signals.install()
         log.info(
-            "worker %s: queues %s, concurrency %d, prefetch %d, lease %gs, on %s%s",
+            "worker %s: queues %s, concurrency %d, prefetch %s, lease %gs, on %s%s",
             self.name,
             ",".join(self.queues),
             self.concurrency,
-            self.prefetch,
+            "auto" if self.prefetch is None else self.prefetch,
             self.lease,
             getattr(q, "url", type(q).__name__),
             " (burst)" if self.burst else "",
@@ -235,10 +241,26 @@ class Worker:
         claim can wait too. Endings waiting to be written still hold claims: when the
         database is slow to take them, claiming more would only pile up work that
         cannot be recorded."""
-        if self._pool.waiting > self.prefetch // 2:
+        ahead = self._ahead()
+        if self._pool.waiting > ahead // 2:
             return 0
         backlog = max(0, self._completer.outstanding - self.concurrency)
-        return self.concurrency + self.prefetch - self._held.in_hand - backlog
+        return self.concurrency + ahead - self._held.in_hand - backlog
+
+    @property
+    def _low_water(self) -> int:
+        # Read by task threads: the last figure the claim loop worked out will do.
+        return self._last_ahead // 2
+
+    def _ahead(self) -> int:
+        """How many jobs to hold beyond the running ones."""
+        if self.prefetch is None:
+            pace = self._pace.per_second(self._held.returned_total)
+            ahead = min(MAX_AUTO_PREFETCH, max(self.concurrency, int(pace * PACE_WINDOW)))
+        else:
+            ahead = self.prefetch
+        self._last_ahead = ahead
+        return ahead
 
     def _claim(self, q: Queue, room: int) -> tuple[list[Job], DatabaseError | None]:
         """Claim up to ``room`` jobs, visiting the queues from a rotating start."""
@@ -283,7 +305,7 @@ class Worker:
                 "job %d: ending discarded (%s)", held.job.id, held.ctx.reason or "already reported"
             )
         self._held.returned(held)
-        if self._pool.waiting <= self.prefetch // 2:
+        if self._pool.waiting <= self._low_water:
             self._wakeup.poke()  # room to claim more
 
     def _report(self, held: Held, ending: Outcome) -> bool:

@@ -4,6 +4,7 @@ for work, and how long it waits after a database error."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from conveyor.queue import Duration
@@ -15,6 +16,26 @@ SQLITE_MAX_POLL = 0.2  # idle SQLite workers see a new job within about this lon
 LISTEN_MAX_POLL = 1.0  # with LISTEN/NOTIFY, polling only catches jobs that fall due
 MIN_POLL = 0.025  # right after work, an idle worker looks again this soon
 TIMEOUT_CHECK = 0.1  # how often running tasks are checked against their timeout
+PACE_WINDOW = 0.1  # by default, jobs are claimed ahead to cover about this long of work
+PACE_SAMPLE = 0.05  # the pace is measured over spans at least this long
+
+
+class Pace:
+    """Jobs finished per second, smoothed over recent spans; read by the claim loop only."""
+
+    def __init__(self) -> None:
+        self._rate = 0.0
+        self._count = 0
+        self._since = time.monotonic()
+
+    def per_second(self, total: int) -> float:
+        """The pace, given ``total``: how many jobs have finished so far."""
+        now = time.monotonic()
+        span = now - self._since
+        if span >= PACE_SAMPLE:
+            self._rate = 0.5 * self._rate + 0.5 * (total - self._count) / span
+            self._count, self._since = total, now
+        return self._rate
 
 
 @dataclass(frozen=True, slots=True)
