@@ -1,6 +1,6 @@
 """conveyor's real worker runtime: ``conveyor worker`` processes running a no-op task.
 
-- drain: N jobs enqueued, then 1 or 4 ``conveyor worker --burst`` processes run them.
+- drain: N jobs enqueued, then 1, 2 or 4 ``conveyor worker --burst`` processes run them.
   Throughput is N over the span from the first job's start to the last job's finish, by
   the database clock (process start-up is left out, as for the peers' workers). Verified:
   every job completed, each claimed exactly once (``attempts == 1``).
@@ -149,7 +149,7 @@ def _wait_ready(q: conveyor.Queue) -> None:
 def figures(backend: str, workdir: Path, pg_url: str, scale: Scale) -> list[Figure]:
     out = []
     for concurrency in CONCURRENCIES:
-        for processes in (1, 4):
+        for processes in (1, 2, 4):  # 2: one per core on the 2-core machine
             out += drain(backend, workdir, pg_url, scale.worker_jobs, processes, concurrency)
     out += start_latency(backend, workdir, pg_url, scale.start_latency_rounds)
     return out

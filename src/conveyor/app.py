@@ -24,7 +24,7 @@ from conveyor import validation as check
 from conveyor.errors import ConfigurationError, InvalidArgument
 from conveyor.job import Job
 from conveyor.ops.enqueue import OnCompleted
-from conveyor.queue import Duration, OnActive, OnFailed, Queue
+from conveyor.queue import Duration, OnActive, OnFailed, Queue, connect
 from conveyor.retry import BackoffPolicy, seconds
 from conveyor.schedule import OnMissed, Periodic
 from conveyor.task.binding import Binding
@@ -220,9 +220,7 @@ class App:
         """The queue, connected (and migrated) on first use."""
         with self._lock:
             if self._queue is None:
-                import conveyor  # here, not at import time: conveyor imports this module
-
-                self._queue = conveyor.connect(self._url)
+                self._queue = connect(self._url)
             return self._queue
 
     def close(self) -> None:
