@@ -167,3 +167,22 @@ def test_by_default_short_tasks_are_claimed_ahead_in_larger_batches(
     assert limits[0] == 4  # before any pace is known: the slots, and as many ahead
     assert max(limits) > 4  # then as many as the pace calls for
     assert max(limits) <= 2 + 1000
+
+
+def test_no_job_is_claimed_ahead_from_a_queue_under_flow_control(
+    app: App, q: conveyor.Queue
+) -> None:
+    release = threading.Event()
+
+    @app.task(queue="capped")
+    def hold(ctx: Context) -> None:
+        release.wait(10)
+
+    q.set_limits("capped", max_running=3)
+    hold.enqueue_many([{} for _ in range(6)])
+    with running(app, concurrency=1, prefetch=5):
+        assert wait_for(lambda: q.stats("capped").running == 1, 10)
+        # Places under the cap stay free for other workers: none is held here waiting.
+        assert not wait_for(lambda: q.stats("capped").running > 1, 1.0)
+        release.set()
+        assert wait_for(lambda: q.stats("capped").completed == 6, 20)

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from conveyor import validation as check
-from conveyor.errors import ConfigurationError, DatabaseError
+from conveyor.errors import ConfigurationError, ConveyorError, DatabaseError
 from conveyor.job import Job, Status
 from conveyor.maintenance import Dispatcher, Maintainer, Pruner, Rescuer, Retention, Scheduler
 from conveyor.queue import Duration, Queue
@@ -48,6 +48,7 @@ from conveyor.worker.stats import WorkerStats
 from conveyor.worker.timing import (
     DEFAULT_GRACE,
     DEFAULT_LEASE,
+    FLOW_REFRESH,
     MIN_POLL,
     PACE_WINDOW,
     Pace,
@@ -128,6 +129,8 @@ class Worker:
         self._stopping = threading.Event()
         self._held = HeldJobs()
         self._rotation = 0
+        self._controlled: set[str] = set()  # queues under flow control: none claimed ahead
+        self._flow_read_at = -FLOW_REFRESH
         self._accepting = True  # endings still go to the completer (until shutdown)
 
     @property
@@ -263,14 +266,20 @@ class Worker:
         return ahead
 
     def _claim(self, q: Queue, room: int) -> tuple[list[Job], DatabaseError | None]:
-        """Claim up to ``room`` jobs, visiting the queues from a rotating start."""
+        """Claim up to ``room`` jobs, visiting the queues from a rotating start. A queue
+        under flow control counts claimed jobs as running: from it, claim only for free
+        slots, or jobs waiting here would hold places that idle workers could use."""
+        self._read_flow_control(q)
         order = self.queues[self._rotation :] + self.queues[: self._rotation]
         self._rotation = (self._rotation + 1) % len(self.queues)
+        free = self.concurrency - self._held.in_hand
         jobs: list[Job] = []
         for name in order:
             want = room - len(jobs)
+            if name in self._controlled:
+                want = min(want, free - len(jobs))
             if want <= 0:
-                break
+                continue
             try:
                 claim = q.claim(
                     name, limit=want, lease=self.lease, worker=self.name, count_remaining=False
@@ -280,6 +289,19 @@ class Worker:
                 return jobs, exc  # what was claimed already still runs
             jobs += claim.jobs
         return jobs, None
+
+    def _read_flow_control(self, q: Queue) -> None:
+        now = time.monotonic()
+        if now - self._flow_read_at < FLOW_REFRESH:
+            return
+        self._flow_read_at = now
+        try:
+            settings = q.queue_settings()
+        except ConveyorError as exc:  # keep the last answer; the claim itself will tell
+            if isinstance(exc, DatabaseError):
+                self._db_error(exc)
+            return
+        self._controlled = {name for name, s in settings.items() if s.controlled}
 
     # -- 2. held, and queued to run -------------------------------------------------
     def _accept(self, q: Queue, jobs: list[Job]) -> None:

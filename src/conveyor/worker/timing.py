@@ -18,6 +18,7 @@ MIN_POLL = 0.025  # right after work, an idle worker looks again this soon
 TIMEOUT_CHECK = 0.1  # how often running tasks are checked against their timeout
 PACE_WINDOW = 0.1  # by default, jobs are claimed ahead to cover about this long of work
 PACE_SAMPLE = 0.05  # the pace is measured over spans at least this long
+FLOW_REFRESH = 2.0  # how often the worker re-reads which queues have flow control
 
 
 class Pace:
