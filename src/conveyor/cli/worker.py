@@ -50,7 +50,7 @@ def worker(
     prefetch: Annotated[
         int | None,
         typer.Option(
-            help="Jobs claimed ahead of a free slot (default: as many as --concurrency).",
+            help="Jobs claimed ahead of free slots (default: --concurrency, more for short tasks).",
             min=0,
             show_default=False,
         ),
