@@ -163,7 +163,7 @@ def figures(backend: str, workdir: Path, pg_url: str, scale: Scale) -> list[Figu
     out = drain(backend, workdir, pg_url, scale.worker_jobs, processes, threads,
                 label=RECOMMENDED)  # fmt: skip
     for concurrency in CONCURRENCIES:
-        for processes in (1, 4):
+        for processes in (1, 4):  # the recommended deployment is measured above
             out += drain(backend, workdir, pg_url, scale.worker_jobs, processes, concurrency)
     out += start_latency(backend, workdir, pg_url, scale.start_latency_rounds)
     return out

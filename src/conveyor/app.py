@@ -24,11 +24,11 @@ from conveyor import validation as check
 from conveyor.errors import ConfigurationError, InvalidArgument
 from conveyor.job import Job
 from conveyor.ops.enqueue import OnCompleted
-from conveyor.queue import Duration, OnActive, OnFailed, Queue
+from conveyor.queue import Duration, OnActive, OnFailed, Queue, connect
 from conveyor.retry import BackoffPolicy, seconds
 from conveyor.schedule import OnMissed, Periodic
-from conveyor.worker.context import Context
-from conveyor.worker.payload import Binding
+from conveyor.task.binding import Binding
+from conveyor.task.context import Context
 
 if TYPE_CHECKING:
     from conveyor.notify import Notifier
@@ -220,9 +220,7 @@ class App:
         """The queue, connected (and migrated) on first use."""
         with self._lock:
             if self._queue is None:
-                import conveyor  # here, not at import time: conveyor imports this module
-
-                self._queue = conveyor.connect(self._url)
+                self._queue = connect(self._url)
             return self._queue
 
     def close(self) -> None:
@@ -354,6 +352,8 @@ class App:
     # -- running --------------------------------------------------------------------
     def worker(self, **options: Any) -> Worker:
         """A ``Worker`` for this app; see its arguments."""
+        # Loaded when a worker is made, not with ``import conveyor``: apps that only
+        # enqueue never load the runtime.
         from conveyor.worker.runtime import Worker
 
         return Worker(self, **options)
@@ -367,7 +367,7 @@ class App:
         a time, until none is left; returns how many ran. Jobs scheduled for later stay."""
         if getattr(self._draining, "active", False):
             return 0  # enqueued from a task that drain is running: the loop picks it up
-        from conveyor.worker.inline import drain
+        from conveyor.worker.inline import drain  # loaded here, as in ``worker``
 
         self._draining.active = True
         try:

@@ -32,7 +32,7 @@ from conveyor.retry import Backoff, BackoffPolicy
 
 if TYPE_CHECKING:
     from conveyor.app import App
-    from conveyor.worker.context import Context
+    from conveyor.task.context import Context
 
 log = logging.getLogger("conveyor.notify")
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, TypeVar
 
 from conveyor.backends.base import Backend, Session
+from conveyor.config import database_url, open_backend, parse_url
 from conveyor.contract import QueueAPI
 from conveyor.errors import ConveyorError
 from conveyor.ops import Announce, Call, Count, Once, Plan, Query
@@ -143,6 +144,32 @@ def drive(plan: Plan[T], session: Session, *, writing: bool) -> T:
         return result
 
 
+def connect(
+    url: str | None = None,
+    *,
+    migrate: bool = True,
+    schema: str | None = None,
+    **options: Any,
+) -> Queue:
+    """Open the queue at ``url`` (default: ``$CONVEYOR_DATABASE_URL``, else
+    ``sqlite:///conveyor.db``) and bring its schema up to date.
+
+    Keyword options: ``schema`` (PostgreSQL), ``max_payload_bytes``, ``default_max_attempts``,
+    ``backoff``, ``worker_name``."""
+    queue_keys = {"default_max_attempts", "backoff", "worker_name"}
+    queue_options = {k: options.pop(k) for k in list(options) if k in queue_keys}
+    settings = parse_url(database_url(url), schema=schema, **options)
+    backend = open_backend(settings)
+    try:
+        queue = Queue(backend, **settings.queue_options, **queue_options)
+        if migrate:
+            backend.migrate()
+    except BaseException:
+        backend.close()
+        raise
+    return queue
+
+
 __all__ = [
     "DEFAULT_LEASE",
     "MAX_CLAIM",
@@ -152,4 +179,5 @@ __all__ = [
     "OnActive",
     "OnFailed",
     "Queue",
+    "connect",
 ]

@@ -116,8 +116,9 @@ def test_async_tasks_run_concurrently_on_the_event_loop(app: App, q: conveyor.Qu
     assert peak[0] > 1
 
 
-def test_claims_are_sized_to_free_slots_and_endings_are_written_in_batches(
-    app: App, q: conveyor.Queue
+@pytest.mark.parametrize("prefetch", [0, None, 3])
+def test_claims_fill_free_slots_plus_prefetch_and_endings_are_written_in_batches(
+    app: App, q: conveyor.Queue, prefetch: int | None
 ) -> None:
     release = threading.Event()
     started = threading.Semaphore(0)
@@ -129,25 +130,29 @@ def test_claims_are_sized_to_free_slots_and_endings_are_written_in_batches(
 
     limits: list[int] = []
     batches: list[int] = []
-    claim, complete_many = q.claim, q.complete_many
+    claim, report = q.claim, q.report
 
     def spy_claim(*args: Any, **kwargs: Any) -> Any:
         limits.append(kwargs["limit"])
         return claim(*args, **kwargs)
 
-    def spy_complete_many(items: Any) -> Any:
-        batches.append(len(items))
-        return complete_many(items)
+    def spy_report(**kwargs: Any) -> Any:
+        batches.append(len(kwargs["completed"]))
+        return report(**kwargs)
 
-    q.claim, q.complete_many = spy_claim, spy_complete_many  # type: ignore[method-assign]
+    q.claim, q.report = spy_claim, spy_report  # type: ignore[method-assign]
     gated.enqueue_many([{} for _ in range(12)])
-    with running(app, concurrency=5):
+    ahead = 5 if prefetch is None else prefetch  # the default: as many as concurrency
+    with running(app, concurrency=5, prefetch=prefetch):
         for _ in range(5):
             assert started.acquire(timeout=10)
+        # Every slot is busy, and the jobs claimed ahead wait for one.
+        assert wait_for(lambda: q.stats().running == 5 + ahead, 10)
+        assert not started.acquire(timeout=0.3)
         release.set()
         assert wait_for(lambda: q.stats().completed == 12, 20)
-    assert limits[0] == 5  # the first claim fills every free slot at once
-    assert max(limits) <= 5
+    assert limits[0] == 5 + ahead  # the first claim fills every slot, and claims ahead
+    assert max(limits) <= 5 + ahead
     assert sum(batches) == 12 and len(batches) < 12  # several endings per statement
 
 

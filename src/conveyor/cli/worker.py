@@ -49,6 +49,14 @@ def worker(
         ),
     ] = None,
     concurrency: Annotated[int, typer.Option(help="Tasks running at once.", min=1)] = 10,
+    prefetch: Annotated[
+        int | None,
+        typer.Option(
+            help="Jobs claimed ahead of free slots (default: --concurrency, more for short tasks).",
+            min=0,
+            show_default=False,
+        ),
+    ] = None,
     queues: Annotated[
         str | None,
         typer.Option(
@@ -98,6 +106,7 @@ def worker(
     stats = application.run_worker(
         queues=names,
         concurrency=concurrency,
+        prefetch=prefetch,
         lease=lease,
         burst=burst,
         grace=grace,

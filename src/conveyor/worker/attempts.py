@@ -7,38 +7,40 @@ Claim ids never appear: they are secrets of their holders."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from datetime import datetime
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta, timezone
 
-from conveyor.job import Job
-from conveyor.worker.outcome import Outcome, Written
-
-log = logging.getLogger("conveyor.worker")
+from conveyor.job import Job, Status
+from conveyor.worker.logs import log
+from conveyor.worker.outcome import Outcome
 
 # An exception's message can be huge; the headline of a log line stays readable.
 _HEADLINE_CHARS = 500
 
 
-def log_endings(outcomes: Sequence[Outcome], written: Written) -> None:
-    """Log the failed and snoozed attempts among ``outcomes`` that ``written`` stored
-    (a refused ending is logged where it is refused)."""
-    stored = {job.id: job for job in written.jobs}
-    snoozed = set(written.snoozed)
+def log_endings(outcomes: Sequence[Outcome], statuses: Mapping[int, Status]) -> None:
+    """Log the failed and snoozed attempts among ``outcomes`` whose endings were written
+    (``statuses``: each written job's new status; a refused ending is logged where it is
+    refused)."""
     for ending in outcomes:
-        job = ending.job
-        if ending.error is not None and job.id in stored:
-            _failed(ending, ending.error, stored[job.id])
-        elif ending.snooze is not None and job.id in snoozed:
-            _log(logging.INFO, job, f"snoozed for {ending.snooze:g}s", "snoozed", None)
+        status = statuses.get(ending.job.id)
+        if status is None:
+            continue
+        if ending.error is not None:
+            _failed(ending, ending.error, status)
+        elif ending.snooze is not None:
+            _log(logging.INFO, ending.job, f"snoozed for {ending.snooze:g}s", "snoozed", None)
 
 
-def _failed(ending: Outcome, error: str, now: Job) -> None:
-    if now.status == "failed":
+def _failed(ending: Outcome, error: str, status: Status) -> None:
+    if status == Status.FAILED:
         level, next_ = logging.ERROR, "failed for good"
-    elif now.status == "pending":
-        level, next_ = logging.WARNING, f"retry at {_moment(now.run_at)}"
+    elif status == Status.PENDING:
+        # The write answers statuses only; the delay is the one the worker asked for.
+        at = datetime.now(timezone.utc) + timedelta(seconds=ending.delay)
+        level, next_ = logging.WARNING, f"retry at {_moment(at)}"
     else:  # cancelled meanwhile, by an admin or a failed dependency
-        level, next_ = logging.WARNING, f"now {now.status}"
+        level, next_ = logging.WARNING, f"now {status}"
     headline, _, trace = error.partition("\n\n")
     summary = " ".join(headline.split())[:_HEADLINE_CHARS]
     _log(level, ending.job, f"failed: {summary}; {next_}", next_, trace or None)

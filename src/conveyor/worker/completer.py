@@ -1,49 +1,73 @@
-"""The batched completer: task endings are written many per statement.
+"""The completer: task endings are written many at a time, in one transaction.
 
-Endings queue up while a write is under way, and the next write takes all of them
-(up to ``max_batch``): one commit per batch, never one per job when more are ready.
-When the database is unreachable the batch is kept and retried with backoff; the leases
-may run out meanwhile, and then the guarded write refuses what another worker took over.
-"""
+Endings queue up while a write is under way, and the next write takes all of them (up to
+``max_batch``): one ``report`` call (one statement per kind of ending: results,
+failures, snoozes) per batch, never one per job when more are ready. The answer is each
+written job's new status, not the job itself: nothing here reads more. The claim guard
+silently leaves out jobs the claim no longer holds: those are *refused*. When the
+database is unreachable the batch is kept and retried with backoff; the leases may run
+out meanwhile, and then the guarded write refuses what another worker took over."""
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from conveyor.contract import QueueAPI
 from conveyor.errors import ConveyorError, DatabaseError
-from conveyor.queue import Queue
-from conveyor.worker import outcome
-from conveyor.worker.outcome import Outcome, Written
+from conveyor.job import Status
+from conveyor.worker.logs import log, one_line
+from conveyor.worker.outcome import Outcome
+from conveyor.worker.timing import db_retry_delay
 
-log = logging.getLogger("conveyor.worker")
+
+def write(queue: QueueAPI, outcomes: Sequence[Outcome]) -> dict[int, Status]:
+    """Write endings in one transaction; returns the new status of each job written (a
+    job left out was refused). One batch holds one ending per job: a job is claimed again
+    only after its earlier ending was written, so ids identify the outcomes."""
+    return queue.report(
+        completed=[(o.job.id, o.claim_id, o.result) for o in outcomes if o.completed],
+        failed=[
+            (o.job.id, o.claim_id, o.error, o.retryable, o.delay)
+            for o in outcomes
+            if o.error is not None
+        ],
+        snoozed=[(o.job.id, o.claim_id, o.snooze) for o in outcomes if o.snooze is not None],
+    )
 
 
 @dataclass(frozen=True, slots=True)
 class Flushed:
-    """One batch, written. ``written.refused``: endings the claim guard turned away.
-    ``uncertain``: on a retry after a connection error, a refusal may be our own
-    earlier write that committed before the connection died, so it is not counted as
-    stale. ``unwritten``: endings given up because the database stayed down while the
-    worker closed (their claims are released). An ending the queue refuses as invalid
-    is logged and dropped: its lease runs out and the rescuer retries the job."""
+    """One batch, written. ``statuses``: the new status of each job written; the others
+    were refused by the claim guard. ``uncertain``: on a retry after a connection error,
+    a refusal may be our own earlier write that committed before the connection died, so
+    it is not counted as stale. ``unwritten``: endings given up because the database
+    stayed down while the worker closed (their claims are released). An ending the queue
+    refuses as invalid is logged and dropped: its lease runs out and the rescuer retries
+    the job."""
 
     outcomes: Sequence[Outcome]
-    written: Written
+    statuses: dict[int, Status]
     uncertain: bool
     unwritten: Sequence[Outcome] = ()
+
+    @property
+    def refused(self) -> list[Outcome]:
+        unwritten = {id(o) for o in self.unwritten}
+        return [
+            o for o in self.outcomes if o.job.id not in self.statuses and id(o) not in unwritten
+        ]
 
 
 class Completer:
     def __init__(
         self,
-        queue: Queue,
+        queue: QueueAPI,
         on_flushed: Callable[[Flushed], None],
         *,
-        max_batch: int = 500,
+        max_batch: int = 1000,
         linger: float = 0.002,
         on_db_error: Callable[[DatabaseError], None] | None = None,
     ) -> None:
@@ -69,7 +93,8 @@ class Completer:
                 return False
             self._inbox.append(ending)
             self._outstanding += 1
-            self._cond.notify_all()
+            if len(self._inbox) == 1 or len(self._inbox) >= self.max_batch:
+                self._cond.notify()  # the writer waits for a first ending, or a full batch
             return True
 
     @property
@@ -104,15 +129,7 @@ class Completer:
                 batch = self._inbox[: self.max_batch]
                 del self._inbox[: self.max_batch]
             try:
-                # Results, errors and snoozes are separate statements: each retries on
-                # its own, so one committed part is never re-sent as if it had failed.
-                for part in (
-                    [o for o in batch if o.completed],
-                    [o for o in batch if o.error is not None],
-                    [o for o in batch if o.snooze is not None],
-                ):
-                    if part:
-                        self._on_flushed(self._write(part))
+                self._on_flushed(self._write(batch))
             finally:
                 with self._cond:
                     self._outstanding -= len(batch)
@@ -122,20 +139,19 @@ class Completer:
         failures = 0
         while True:
             try:
-                written = outcome.write(self.queue, batch)
-                return Flushed(batch, written, uncertain=failures > 0)
+                return Flushed(batch, write(self.queue, batch), uncertain=failures > 0)
             except DatabaseError as exc:
                 if self._on_db_error is not None:
                     self._on_db_error(exc)
                 if self._give_up_at is not None and time.monotonic() >= self._give_up_at:
-                    log.error("gave up writing %d ending(s): %s", len(batch), outcome.one_line(exc))
-                    return Flushed(batch, Written(), uncertain=True, unwritten=batch)
+                    log.error("gave up writing %d ending(s): %s", len(batch), one_line(exc))
+                    return Flushed(batch, {}, uncertain=True, unwritten=batch)
                 failures += 1
-                delay = outcome.retry_delay(failures)
+                delay = db_retry_delay(failures)
                 log.warning(
                     "cannot write %d ending(s) (%s); retrying in %.2fs",
                     len(batch),
-                    outcome.one_line(exc),
+                    one_line(exc),
                     delay,
                 )
                 with self._cond:  # a close() cuts the wait short
@@ -143,13 +159,9 @@ class Completer:
             except ConveyorError:
                 if len(batch) == 1:
                     log.exception("cannot write the ending of job %d; dropped", batch[0].job.id)
-                    return Flushed(batch, Written(), uncertain=failures > 0)
+                    return Flushed(batch, {}, uncertain=failures > 0)
                 # One bad item must not sink the batch: write each alone to find it.
                 parts = [self._write([item]) for item in batch]
-                merged = Written(
-                    [j for p in parts for j in p.written.jobs],
-                    [o for p in parts for o in p.written.refused],
-                    [i for p in parts for i in p.written.snoozed],
-                )
+                statuses = {k: v for p in parts for k, v in p.statuses.items()}
                 unwritten = [o for p in parts for o in p.unwritten]
-                return Flushed(batch, merged, uncertain=failures > 0, unwritten=unwritten)
+                return Flushed(batch, statuses, uncertain=failures > 0, unwritten=unwritten)

@@ -1,39 +1,38 @@
-"""The heartbeater: renews the leases of every job the worker holds, in one statement,
-on its own thread, however long the tasks run; and ends runs that overrun their timeout.
+"""The heartbeater: renews the lease of every job the worker holds (running, waiting for
+a slot, or waiting for its ending to be written) in one statement, on its own thread,
+however long the tasks run; and finds runs that overrun their timeout.
 
-A job missing from ``heartbeat_many``'s answer is no longer ours (its lease ran out and
-it was recovered or re-claimed, or it was cancelled, or an admin reset its claim): its
-task is told through the context, and whatever it writes later is refused."""
+A job missing from ``heartbeat_many``'s answer is no longer ours: its lease ran out and it was
+rescued or claimed again, or it was cancelled, or an admin reset its claim. That one
+answer is all the heartbeater reads: the worker tells the task through its context, and
+whatever it writes later is refused."""
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections.abc import Callable
 
+from conveyor.contract import QueueAPI
 from conveyor.errors import DatabaseError
-from conveyor.job import Status
-from conveyor.queue import Queue
-from conveyor.worker.outcome import one_line
-from conveyor.worker.registry import Held, Registry
-
-log = logging.getLogger("conveyor.worker")
+from conveyor.worker.held import Held, HeldJobs
+from conveyor.worker.logs import log, one_line
+from conveyor.worker.timing import TIMEOUT_CHECK
 
 
 class Heartbeater:
     def __init__(
         self,
-        queue: Queue,
-        registry: Registry,
+        queue: QueueAPI,
+        held: HeldJobs,
         *,
         interval: float,
-        on_lost: Callable[[Held, str], None],
+        on_lost: Callable[[list[Held]], None],
         on_overdue: Callable[[Held], None],
         on_db_error: Callable[[DatabaseError], None] | None = None,
     ) -> None:
         self.queue = queue
-        self.registry = registry
+        self.held = held
         self.interval = interval
         self._on_lost = on_lost
         self._on_overdue = on_overdue
@@ -50,48 +49,31 @@ class Heartbeater:
 
     def _loop(self) -> None:
         # Timeouts are checked often, leases renewed every ``interval``.
-        tick = min(0.1, self.interval / 2)
+        tick = min(TIMEOUT_CHECK, self.interval / 2)
         next_beat = time.monotonic() + self.interval
         while not self._stop.wait(tick):
-            self.check_timeouts()
+            for held in self.held.overdue(time.monotonic()):
+                self._on_overdue(held)
             if time.monotonic() >= next_beat:
                 self.renew_once()
                 next_beat = time.monotonic() + self.interval
 
-    def check_timeouts(self) -> None:
-        for held in self.registry.overdue(time.monotonic()):
-            self._on_overdue(held)
-
     def renew_once(self) -> int:
         """One renewal pass; returns how many held jobs turned out to be lost."""
-        held = self.registry.unwritten()
+        held = self.held.unwritten()
         if not held:
             return 0
         try:
-            alive = self.queue.heartbeat_many([h.key for h in held])
+            # Keys, not ids: this worker may hold a job again under a newer claim.
+            alive = {(j.id, j.claim_id) for j in self.queue.heartbeat_many([h.key for h in held])}
         except DatabaseError as exc:
             if self._on_db_error is not None:
                 self._on_db_error(exc)
             log.warning("cannot renew %d lease(s): %s", len(held), one_line(exc))
             return 0
-        renewed = {(j.id, j.claim_id) for j in alive}
         # Runs that already handed in an ending need no telling; the completer's
         # guarded write decides what becomes of that ending.
-        lost = [h for h in held if h.key not in renewed and not h.reported]
-        for h in lost:
-            self._on_lost(h, self._why(h))
+        lost = [h for h in held if h.key not in alive and not h.reported]
+        if lost:
+            self._on_lost(lost)
         return len(lost)
-
-    def _why(self, held: Held) -> str:
-        try:
-            job = self.queue.get(held.job.id)
-        except DatabaseError:
-            job = None
-        # Claim ids are secrets of their holders: never in a reason or a log line.
-        if job is None:
-            return "claim lost: the job is gone"
-        if job.status == Status.CANCELLED:
-            return "claim lost: the job was cancelled"
-        if job.claim_id and job.claim_id != held.job.claim_id:
-            return "claim lost: the job was claimed again by another worker"
-        return f"claim lost: the job is {job.status} (lease expired or claim reset)"

@@ -11,8 +11,10 @@ import threading
 from collections.abc import Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from conveyor.worker import execution, outcome
-from conveyor.worker.context import Context
+from conveyor.maintenance.notifications import Dispatcher
+from conveyor.task import Context
+from conveyor.worker import completer, invoke
+from conveyor.worker.outcome import Outcome
 
 if TYPE_CHECKING:
     from conveyor.app import App
@@ -29,20 +31,18 @@ def drain(app: App, queues: Sequence[str]) -> int:
         for name in queues:
             for job in q.claim(name, limit=1, count_remaining=False).jobs:
                 claimed += 1
-                prepared = execution.prepare(app, job)
-                if isinstance(prepared, outcome.Outcome):
+                prepared = invoke.prepare(app, job)
+                if isinstance(prepared, Outcome):
                     ending = prepared
                 else:
                     ctx = Context(job, q)
                     if prepared.task.is_async:
-                        ending = run_coroutine(execution.call_async(prepared, ctx))
+                        ending = run_coroutine(invoke.call_async(prepared, ctx))
                     else:
-                        ending = execution.call(prepared, ctx)
-                outcome.write(q, [ending])
+                        ending = invoke.call(prepared, ctx)
+                completer.write(q, [ending])
         told = 0
         if app.notifier is not None:
-            from conveyor.maintenance.notifications import Dispatcher
-
             # Announcements may be jobs themselves (webhooks): go round again for them.
             told = Dispatcher(q, app.notifier).run_once()
         if not claimed and not told:

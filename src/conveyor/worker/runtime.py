@@ -1,57 +1,85 @@
 """``Worker``: claims jobs, runs their tasks, writes their endings, keeps their leases.
 
-Threads, each with one job: the claim loop (the caller's thread), one thread per running
-sync task plus one event loop for async tasks, the completer (batched endings), the
-heartbeater (leases and timeouts), the maintainer (rescuer, pruner, notifications) and
-a wake-up relay. The worker uses only the queue's public operations, so a remote queue
-with the same methods can stand in for a database one.
+A job's way through the worker, in the order of this file:
+
+1. ``_claim_loop`` claims jobs in batches: enough to fill every free slot plus
+   ``prefetch`` more, so the next jobs are at hand when a slot frees;
+2. ``_accept`` holds each one (``HeldJobs``: the heartbeater renews its lease from now
+   on) and queues it in the task pool;
+3. the pool (``TaskPool``) calls its task function when a slot is free, and hands how it
+   ended to ``_ended``;
+4. ``_ended`` gives that ending to the completer, which writes endings in batches and
+   hands each written batch to ``_written``;
+5. ``_written`` counts them and lets the jobs go.
+
+Beside that path: the heartbeater renews every held lease and reports lost claims
+(``_lost``) and overrun timeouts (``_overdue``); ``_shut_down`` releases jobs still
+waiting for a slot at once, lets running tasks finish within the grace period, and
+releases the rest. Durations live in ``timing.py``.
+
+Threads: the claim loop (the caller's thread), the task pool's threads and event loop,
+the completer, the heartbeater, the maintainer (rescuer, pruner, scheduler,
+notifications) and a wake-up relay. The worker uses only the queue's public operations,
+so a remote queue with the same methods can stand in for a database one.
 """
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from conveyor import validation as check
-from conveyor.errors import ConfigurationError, DatabaseError
-from conveyor.job import Job
+from conveyor.errors import ConfigurationError, ConveyorError, DatabaseError
+from conveyor.job import Job, Status
 from conveyor.maintenance import Dispatcher, Maintainer, Pruner, Rescuer, Retention, Scheduler
 from conveyor.queue import Duration, Queue
-from conveyor.retry import seconds
-from conveyor.worker import attempts, execution, outcome
+from conveyor.task import Context
+from conveyor.worker import attempts, invoke, outcome
 from conveyor.worker.completer import Completer, Flushed
-from conveyor.worker.context import Context
-from conveyor.worker.executor import Executor
 from conveyor.worker.heartbeater import Heartbeater
-from conveyor.worker.outcome import Outcome, one_line
+from conveyor.worker.held import Held, HeldJobs
+from conveyor.worker.logs import log, one_line
+from conveyor.worker.outcome import Outcome
+from conveyor.worker.pool import Run, TaskPool
 from conveyor.worker.presence import Presence
-from conveyor.worker.registry import Held, Registry
 from conveyor.worker.signals import StopSignals
 from conveyor.worker.stats import WorkerStats
+from conveyor.worker.timing import (
+    DEFAULT_GRACE,
+    DEFAULT_LEASE,
+    FLOW_REFRESH,
+    MIN_POLL,
+    PACE_WINDOW,
+    Pace,
+    Timing,
+    db_retry_delay,
+    positive,
+)
 from conveyor.worker.wakeup import Wakeup
 
 if TYPE_CHECKING:
     from conveyor.app import App
 
-log = logging.getLogger("conveyor.worker")
-
-DEFAULT_LEASE = 30.0
-DEFAULT_GRACE = 30.0
-_SQLITE_MAX_POLL = 0.2  # a worker that hears of no other process's commits polls this often
-_LISTEN_MAX_POLL = 1.0  # when it does hear of them, polling only catches jobs that fall due
+MAX_PREFETCH = 10_000
+MAX_AUTO_PREFETCH = 1_000  # the default prefetch's bound
 
 
 class Worker:
     """Runs the tasks of ``app`` from ``queues`` (default: every queue its tasks use).
 
-    ``concurrency``: tasks running at once. ``lease``: seconds a claim lasts without a
-    heartbeat (renewed every ``lease / 3``). ``burst``: return once no job is claimable
-    and none is running. ``grace``: on stop, how long running tasks may still finish
-    before their jobs are released to ``pending``. ``retention``: prune final jobs (off
-    by default). ``install_signals``: SIGTERM/SIGINT stop the worker (main thread only).
+    ``concurrency``: tasks running at once. ``prefetch``: jobs claimed ahead of a free
+    slot, so the next ones are at hand when a slot frees (0: claim only for free slots).
+    By default the worker claims ahead ``concurrency`` jobs, or as many as it finishes in
+    about 0.1 s at its current pace when that is more (at most ``MAX_AUTO_PREFETCH``):
+    short tasks are claimed in large batches, long ones are not hoarded. Their leases
+    are renewed while they wait, and a stop releases them at once. ``lease``:
+    seconds a claim lasts without a heartbeat (renewed every ``lease / 3``). ``burst``:
+    return once no job is claimable and none is held. ``grace``: on stop, how long
+    running tasks may still finish before their jobs are released to ``pending``.
+    ``retention``: prune final jobs (off by default). ``install_signals``:
+    SIGTERM/SIGINT stop the worker (main thread only).
     """
 
     def __init__(
@@ -60,6 +88,7 @@ class Worker:
         *,
         queues: Sequence[str] | None = None,
         concurrency: int = 10,
+        prefetch: int | None = None,
         lease: Duration = DEFAULT_LEASE,
         burst: bool = False,
         grace: Duration = DEFAULT_GRACE,
@@ -78,25 +107,40 @@ class Worker:
         for name_ in self.queues:
             check.name(name_, "queue")
         self.concurrency = check.integer(concurrency, "concurrency", low=1, high=10_000)
-        self.lease = _positive(lease, "lease")
-        self.burst = burst
-        self.grace = seconds(grace, "grace")
-        self.poll_interval = (
-            None if poll_interval is None else _positive(poll_interval, "poll_interval")
+        self.prefetch: int | None = None  # adapted to the pace (see ``_ahead``)
+        if prefetch is not None:
+            self.prefetch = check.integer(prefetch, "prefetch", low=0, high=MAX_PREFETCH)
+        self._pace = Pace()
+        self._last_ahead = self.concurrency if self.prefetch is None else self.prefetch
+        self.timing = Timing.of(
+            lease=lease,
+            grace=grace,
+            poll=poll_interval,
+            heartbeat=heartbeat_interval,
+            rescue=rescue_interval,
         )
-        self.heartbeat_interval = _positive(heartbeat_interval or self.lease / 3, "heartbeat")
-        self.rescue_interval = _positive(rescue_interval or max(0.1, self.lease / 4), "rescue")
+        self.burst = burst
         self.retention = retention
         if retention is not None:
             retention.ages()  # a bad duration is refused now, not in a background thread
-        self.prune_interval = _positive(prune_interval, "prune_interval")
+        self.prune_interval = positive(prune_interval, "prune_interval")
         self.name = name
         self.install_signals = install_signals
         self.stats = WorkerStats()
         self._stopping = threading.Event()
-        self._registry = Registry()
+        self._held = HeldJobs()
         self._rotation = 0
+        self._controlled: set[str] = set()  # queues under flow control: none claimed ahead
+        self._flow_read_at = -FLOW_REFRESH
         self._accepting = True  # endings still go to the completer (until shutdown)
+
+    @property
+    def lease(self) -> float:
+        return self.timing.lease
+
+    @property
+    def grace(self) -> float:
+        return self.timing.grace
 
     # -- control --------------------------------------------------------------------
     def stop(self) -> None:
@@ -114,10 +158,11 @@ class Worker:
         signals = StopSignals(self._stopping)
         installed = self.install_signals and signals.install()
         log.info(
-            "worker %s: queues %s, concurrency %d, lease %gs, on %s%s",
+            "worker %s: queues %s, concurrency %d, prefetch %s, lease %gs, on %s%s",
             self.name,
             ",".join(self.queues),
             self.concurrency,
+            "auto" if self.prefetch is None else self.prefetch,
             self.lease,
             getattr(q, "url", type(q).__name__),
             " (burst)" if self.burst else "",
@@ -135,25 +180,25 @@ class Worker:
 
     # -- starting -------------------------------------------------------------------
     def _start_services(self, q: Queue) -> None:
-        if self.poll_interval is not None:
-            max_poll = self.poll_interval
-        else:
-            hears = getattr(getattr(q, "backend", None), "hears_other_processes", False)
-            max_poll = _LISTEN_MAX_POLL if hears else _SQLITE_MAX_POLL
-        self._wakeup = Wakeup(q, min_poll=min(0.025, max_poll), max_poll=max_poll)
-        self._executor = Executor(self._on_returned, max_threads=self.concurrency)
-        self._completer = Completer(q, self._on_flushed, on_db_error=self._db_error)
+        t = self.timing
+        # LISTEN/NOTIFY, or SQLite's watch of its database file: polling then only
+        # catches jobs that fall due.
+        hears = getattr(getattr(q, "backend", None), "hears_other_processes", False)
+        max_poll = t.max_poll(hears)
+        self._wakeup = Wakeup(q, min_poll=min(MIN_POLL, max_poll), max_poll=max_poll)
+        self._pool = TaskPool(self._ended, slots=self.concurrency)
+        self._completer = Completer(q, self._written, on_db_error=self._db_error)
         self._heartbeater = Heartbeater(
             q,
-            self._registry,
-            interval=self.heartbeat_interval,
-            on_lost=self._on_lost,
-            on_overdue=self._on_overdue,
+            self._held,
+            interval=t.heartbeat,
+            on_lost=self._lost,
+            on_overdue=self._overdue,
             on_db_error=self._db_error,
         )
         self._maintainer = Maintainer()
         # A first pass at start; only this worker's queues (others may have other leases).
-        self._maintainer.add(Rescuer(q, self.queues), self.rescue_interval)
+        self._maintainer.add(Rescuer(q, self.queues), t.rescue)
         if self.retention is not None:
             self._maintainer.add(Pruner(q, self.retention), self.prune_interval)
         if self.app.schedules:  # @app.periodic: every worker helps, none leads
@@ -166,32 +211,32 @@ class Worker:
         # Last: the first rescue pass comes before anything else (a burst worker needs it).
         self._presence = Presence(
             q, worker=self.name or q.worker_name, queues=self.queues,
-            concurrency=self.concurrency, interval=self.heartbeat_interval,
-            running=lambda: self._registry.executing,
+            concurrency=self.concurrency, interval=t.heartbeat,
+            running=lambda: max(0, self._held.in_hand - self._pool.waiting),
         )  # fmt: skip
-        self._maintainer.add(self._presence, self.heartbeat_interval)
+        self._maintainer.add(self._presence, t.heartbeat)
         for part in (self._wakeup, self._completer, self._heartbeater, self._maintainer):
             part.start()
 
-    # -- the claim loop -------------------------------------------------------------
+    # -- 1. the claim loop ----------------------------------------------------------
     def _claim_loop(self, q: Queue) -> None:
         failures = 0  # database errors in a row
         while not self._stopping.is_set():
-            free = self._free_slots()
-            if free <= 0:
+            room = self._room()
+            if room <= 0:
                 self._wakeup.arm()
-                if self._free_slots() <= 0:
+                if self._room() <= 0:
                     self._wakeup.sleep(self._stopping, limit=0.5)
                 continue
-            idle = self._registry.empty()  # before the claim: see the burst check below
+            idle = self._held.empty()  # before the claim: see the burst check below
             self._wakeup.arm()
-            jobs, error = self._claim(q, free)
+            jobs, error = self._claim(q, room)
             if jobs:
-                self._start(q, jobs)
+                self._accept(q, jobs)
                 self._wakeup.found_work()
             if error is not None:
                 failures += 1
-                delay = outcome.retry_delay(failures)
+                delay = db_retry_delay(failures)
                 log.warning("claim failed (%s); retrying in %.2fs", one_line(error), delay)
                 self._stopping.wait(delay)
                 continue
@@ -202,32 +247,49 @@ class Worker:
                 return
             self._wakeup.sleep(self._stopping)
 
-    def _dispatch_now(self) -> bool:
-        """Burst mode, about to exit: announce finished jobs first, since the
-        announcements may be jobs themselves (webhook deliveries). True if any were."""
-        if self._dispatcher is None:
-            return False
-        try:
-            return self._dispatcher.run_once() > 0
-        except DatabaseError as exc:
-            log.warning("cannot announce finished jobs: %s", one_line(exc))
-            return False
+    def _room(self) -> int:
+        """How many jobs to claim now; 0 while enough are waiting for a slot.
 
-    def _free_slots(self) -> int:
-        # Endings waiting to be written still hold claims: when the database is slow to
-        # take them, claiming more would only pile up work that cannot be recorded.
+        Claims come in batches: while more than half the prefetch still waits, the next
+        claim can wait too. Endings waiting to be written still hold claims: when the
+        database is slow to take them, claiming more would only pile up work that
+        cannot be recorded."""
+        ahead = self._ahead()
+        if self._pool.waiting > ahead // 2:
+            return 0
         backlog = max(0, self._completer.outstanding - self.concurrency)
-        return self.concurrency - self._registry.executing - backlog
+        return self.concurrency + ahead - self._held.in_hand - backlog
 
-    def _claim(self, q: Queue, free: int) -> tuple[list[Job], DatabaseError | None]:
-        """Claim up to ``free`` jobs, visiting the queues from a rotating start."""
+    @property
+    def _low_water(self) -> int:
+        # Read by task threads: the last figure the claim loop worked out will do.
+        return self._last_ahead // 2
+
+    def _ahead(self) -> int:
+        """How many jobs to hold beyond the running ones."""
+        if self.prefetch is None:
+            pace = self._pace.per_second(self._held.returned_total)
+            ahead = min(MAX_AUTO_PREFETCH, max(self.concurrency, int(pace * PACE_WINDOW)))
+        else:
+            ahead = self.prefetch
+        self._last_ahead = ahead
+        return ahead
+
+    def _claim(self, q: Queue, room: int) -> tuple[list[Job], DatabaseError | None]:
+        """Claim up to ``room`` jobs, visiting the queues from a rotating start. A queue
+        under flow control counts claimed jobs as running: from it, claim only for free
+        slots, or jobs waiting here would hold places that idle workers could use."""
+        self._read_flow_control(q)
         order = self.queues[self._rotation :] + self.queues[: self._rotation]
         self._rotation = (self._rotation + 1) % len(self.queues)
+        free = self.concurrency - self._held.in_hand
         jobs: list[Job] = []
         for name in order:
-            want = free - len(jobs)
+            want = room - len(jobs)
+            if name in self._controlled:
+                want = min(want, free - len(jobs))
             if want <= 0:
-                break
+                continue
             try:
                 claim = q.claim(
                     name, limit=want, lease=self.lease, worker=self.name, count_remaining=False
@@ -238,43 +300,56 @@ class Worker:
             jobs += claim.jobs
         return jobs, None
 
-    def _start(self, q: Queue, jobs: list[Job]) -> None:
-        self.stats.add(claimed=len(jobs))
-        for job in jobs:
-            prepared = execution.prepare(self.app, job)
-            ctx = Context(job, q, stopping=self._stopping)
-            if isinstance(prepared, Outcome):  # unknown task or a payload that does not fit
-                held = self._registry.add(job, ctx, timeout=None, executing=False)
-                self._report(held, prepared)
-                continue
-            held = self._registry.add(job, ctx, timeout=prepared.task.timeout, executing=True)
-            log.debug("running job %d (%s), attempt %d", job.id, job.task, job.attempts)
-            self._executor.start(held, prepared)
+    def _read_flow_control(self, q: Queue) -> None:
+        now = time.monotonic()
+        if now - self._flow_read_at < FLOW_REFRESH:
+            return
+        self._flow_read_at = now
+        try:
+            settings = q.queue_settings()
+        except ConveyorError as exc:  # keep the last answer; the claim itself will tell
+            if isinstance(exc, DatabaseError):
+                self._db_error(exc)
+            return
+        self._controlled = {name for name, s in settings.items() if s.controlled}
 
-    # -- endings --------------------------------------------------------------------
-    def _on_returned(self, held: Held, ending: Outcome | None) -> None:
+    # -- 2. held, and queued to run -------------------------------------------------
+    def _accept(self, q: Queue, jobs: list[Job]) -> None:
+        self.stats.add(claimed=len(jobs))
+        runs = []
+        for job in jobs:
+            held = self._held.add(job, Context(job, q, stopping=self._stopping))
+            prepared = invoke.prepare(self.app, job)
+            if isinstance(prepared, Outcome):  # unknown task, or a payload that does not fit
+                self._ended(held, prepared)
+            else:
+                runs.append(Run(held, prepared))
+        self._pool.submit(runs)  # 3. the pool runs them as slots free
+
+    # -- 4. how it ended, to the completer ------------------------------------------
+    def _ended(self, held: Held, ending: Outcome | None) -> None:
+        """A run ended (``None``: it never ran or was cancelled: the claim was gone)."""
         if ending is None:
-            self._abandon(held)
+            if self._held.claim_report(held):  # nothing to write
+                self._held.written([held.key])
         elif not self._report(held, ending):
             log.info(
                 "job %d: ending discarded (%s)", held.job.id, held.ctx.reason or "already reported"
             )
-        self._registry.returned(held)
-        self._wakeup.poke()
+        self._held.returned(held)
+        if self._pool.waiting <= self._low_water:
+            self._wakeup.poke()  # room to claim more
 
     def _report(self, held: Held, ending: Outcome) -> bool:
         """Hand an ending to the completer, unless one was already handed in."""
-        if not self._registry.claim_report(held):
+        if not self._held.claim_report(held):
             return False
         # Shutting down: left unwritten, so its claim is released with the others.
         return self._accepting and self._completer.put(ending)
 
-    def _abandon(self, held: Held) -> None:
-        if self._registry.claim_report(held):
-            self._registry.written([held.key])
-
-    def _on_flushed(self, flushed: Flushed) -> None:
-        refused = flushed.written.refused
+    # -- 5. written -----------------------------------------------------------------
+    def _written(self, flushed: Flushed) -> None:
+        refused = flushed.refused
         if flushed.uncertain:
             self.stats.add(uncertain=len(refused))
         else:
@@ -284,35 +359,41 @@ class Worker:
                     "refused stale write: job %d (this worker's claim no longer holds it)",
                     o.job.id,
                 )
-        self.stats.add(snoozed=len(flushed.written.snoozed))
-        attempts.log_endings(flushed.outcomes, flushed.written)
-        finals = 0
-        for job in flushed.written.jobs:
-            if job.status == "completed":
-                self.stats.add(completed=1)
-            elif job.status == "failed":
-                self.stats.add(failed=1)
+        counts = {"completed": 0, "failed": 0, "retried": 0, "snoozed": 0}
+        for o in flushed.outcomes:
+            status = flushed.statuses.get(o.job.id)
+            if status is None:
+                continue
+            if status == Status.COMPLETED:
+                counts["completed"] += 1
+            elif status == Status.FAILED:
+                counts["failed"] += 1
             else:
-                self.stats.add(retried=1)
-            finals += job.is_final
+                counts["snoozed" if o.snooze is not None else "retried"] += 1
+        self.stats.add(**counts)
+        attempts.log_endings(flushed.outcomes, flushed.statuses)
         # Endings not written because the database stayed down stay unwritten: shutdown
         # releases their claims instead.
         unwritten = {id(o) for o in flushed.unwritten}
-        self._registry.written(
+        self._held.written(
             [(o.job.id, o.claim_id) for o in flushed.outcomes if id(o) not in unwritten]
         )
-        if finals and self._dispatcher is not None:
+        if (counts["completed"] or counts["failed"]) and self._dispatcher is not None:
             self._maintainer.poke(Dispatcher.name)
         self._wakeup.poke()
 
-    def _on_lost(self, held: Held, reason: str) -> None:
-        self.stats.add(leases_lost=1)
-        log.warning("job %d: %s", held.job.id, reason)
-        held.ctx.mark_lost(reason)
-        if held.cancel is not None:
-            held.cancel()
+    # -- beside the path: lost claims, timeouts, database errors ---------------------
+    def _lost(self, lost: list[Held]) -> None:
+        self.stats.add(leases_lost=len(lost))
+        # Claim ids are secrets of their holders: never in a reason or a log line.
+        reason = "claim lost: the lease expired, the job was cancelled, or its claim reset"
+        for held in lost:
+            log.warning("job %d: %s", held.job.id, reason)
+            held.ctx.mark_lost(reason)
+            if held.cancel is not None:
+                held.cancel()
 
-    def _on_overdue(self, held: Held) -> None:
+    def _overdue(self, held: Held) -> None:
         task = self.app.get_task(held.job.task)
         limit = task.timeout if task and task.timeout else 0.0
         reason = f"timed out after {limit:g}s"
@@ -325,24 +406,60 @@ class Worker:
         if held.cancel is not None:
             held.cancel()
 
+    def _dispatch_now(self) -> bool:
+        """Burst mode, about to exit: announce finished jobs first, since the
+        announcements may be jobs themselves (webhook deliveries). True if any were."""
+        if self._dispatcher is None:
+            return False
+        try:
+            return self._dispatcher.run_once() > 0
+        except DatabaseError as exc:
+            log.warning("cannot announce finished jobs: %s", one_line(exc))
+            return False
+
     def _db_error(self, exc: DatabaseError) -> None:
         self.stats.add(db_errors=1)
 
     # -- stopping -------------------------------------------------------------------
     def _shut_down(self, q: Queue) -> None:
         self._stopping.set()
-        running = self._registry.executing
+        self._release_waiting(q, self._pool.take_waiting())
+        running = self._held.in_hand
         if running:
             log.info("stopping: waiting up to %gs for %d running task(s)", self.grace, running)
-            self._registry.wait_until_idle(self.grace)
+            self._held.wait_until_returned(self.grace)
         self._accepting = False
-        self._completer.close(timeout=max(2.0, min(self.grace, 10.0)))
-        self._release(q, self._registry.unwritten())
+        self._completer.close(timeout=self.timing.closing)
+        self._release(q, self._held.unwritten())
         self._heartbeater.stop()
         self._maintainer.stop()
         self._presence.leave()
-        self._executor.close()
+        self._pool.close()
         self._wakeup.close()
+
+    def _release_waiting(self, q: Queue, waiting: list[Held]) -> None:
+        """Jobs claimed ahead that never started go back to ``pending`` at once, their
+        attempt not spent: written as a snooze of no delay, guarded by each job's claim
+        (a claim may also hold jobs still running)."""
+        if not waiting:
+            return
+        for held in waiting:
+            held.ctx.mark_lost("the worker shut down; the job was released")
+            self._held.claim_report(held)
+        released = 0
+        try:
+            released = len(q.report(snoozed=[(h.job.id, h.key[1], 0.0) for h in waiting]))
+        except DatabaseError as exc:
+            log.error("cannot release %d waiting job(s) (%s)", len(waiting), one_line(exc))
+            self._db_error(exc)
+            for held in waiting:  # unwritten: released with the others, or their leases end
+                self._held.returned(held)
+            return
+        for held in waiting:
+            self._held.returned(held)
+        self._held.written([h.key for h in waiting])
+        self.stats.add(released=released)
+        log.info("released %d job(s) claimed ahead back to pending", released)
 
     def _release(self, q: Queue, leftovers: list[Held]) -> None:
         """Give jobs still running (or not recorded) back to ``pending`` right away,
@@ -367,13 +484,9 @@ class Worker:
                         )
                         break
                     time.sleep(0.2)
-        self._registry.written([h.key for h in leftovers])
+        self._held.written([h.key for h in leftovers])
         self.stats.add(released=released)
         log.info("released %d unfinished job(s) back to pending", released)
-
-
-def _positive(value: Duration, name: str) -> float:
-    return seconds(value, name, allow_zero=False)
 
 
 __all__ = ["Worker", "WorkerStats"]

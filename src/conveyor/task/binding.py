@@ -40,6 +40,12 @@ class Binding:
             (p.name for p in params[1:] if p.kind is _P.VAR_POSITIONAL), None
         )
         self._var_keyword = any(p.kind is _P.VAR_KEYWORD for p in params[1:])
+        # Checked on every run; inspect's full bind runs only when one is missing.
+        self._required = [
+            p.name
+            for p in params[1:]
+            if p.default is _P.empty and p.kind not in (_P.VAR_POSITIONAL, _P.VAR_KEYWORD)
+        ]
 
     def to_payload(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:
         """The JSON object stored for a call with ``args`` and ``kwargs``."""
@@ -106,8 +112,9 @@ class Binding:
         if rest and not self._var_keyword:
             raise PayloadMismatch(f"unexpected field(s) {', '.join(sorted(rest))}")
         kwargs.update(rest)
-        try:
-            self._signature.bind(None, *args, **kwargs)
-        except TypeError as exc:
-            raise PayloadMismatch(str(exc)) from None
+        if self._ctx_name in kwargs or any(name not in payload for name in self._required):
+            try:  # for inspect's own words about what is missing
+                self._signature.bind(None, *args, **kwargs)
+            except TypeError as exc:
+                raise PayloadMismatch(str(exc)) from None
         return args, kwargs

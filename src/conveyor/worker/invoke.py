@@ -1,6 +1,6 @@
-"""Running one job's task function and turning how it ended into an ``Outcome``.
+"""Calling one job's task function, and turning how it ended into an ``Outcome``.
 
-Shared by the worker (threads and an event loop) and by inline runs (``app.drain``)."""
+Shared by the worker (its task pool) and by inline runs (``app.drain``)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING, Any
 
 from conveyor.job import Job
 from conveyor.retry import Backoff, BackoffPolicy
+from conveyor.task import Context, PayloadMismatch
 from conveyor.validation import DEFAULT_MAX_PAYLOAD_BYTES
 from conveyor.worker import outcome
-from conveyor.worker.context import Context
+from conveyor.worker.classify import from_exception
 from conveyor.worker.outcome import Outcome
-from conveyor.worker.payload import PayloadMismatch
 
 if TYPE_CHECKING:
     from conveyor.app import App, Task
@@ -59,7 +59,7 @@ def call(prepared: Prepared, ctx: Context) -> Outcome:
     try:
         result = task.fn(ctx, *prepared.args, **prepared.kwargs)
     except Exception as exc:
-        return outcome.from_exception(job, exc, backoff=prepared.backoff, retry_on=task.retry_on)
+        return from_exception(job, exc, backoff=prepared.backoff, retry_on=task.retry_on)
     return outcome.succeeded(job, result, max_bytes=_max_bytes(ctx))
 
 
@@ -69,7 +69,7 @@ async def call_async(prepared: Prepared, ctx: Context) -> Outcome:
     try:
         result = await task.fn(ctx, *prepared.args, **prepared.kwargs)
     except Exception as exc:
-        return outcome.from_exception(job, exc, backoff=prepared.backoff, retry_on=task.retry_on)
+        return from_exception(job, exc, backoff=prepared.backoff, retry_on=task.retry_on)
     return outcome.succeeded(job, result, max_bytes=_max_bytes(ctx))
 
 

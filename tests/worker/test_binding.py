@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from conveyor.errors import ConfigurationError, InvalidArgument
-from conveyor.worker.payload import Binding, PayloadMismatch
+from conveyor.task.binding import Binding, PayloadMismatch
 
 
 def roundtrip(fn: Any, *args: Any, **kwargs: Any) -> Any:

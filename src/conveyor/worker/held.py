@@ -1,16 +1,17 @@
-"""The jobs a worker holds a claim on, from the claim until both their function has
-returned and their ending is written. Shared by the claim loop, the executor, the
+"""The jobs a worker holds a claim on, from their claim until their function has
+returned (or was never started) and their ending is written: waiting for a slot
+(prefetched), running, or waiting for their ending to be written. The heartbeater
+renews the leases of all of them. Shared by the claim loop, the task pool, the
 heartbeater and the completer, under one lock."""
 
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from conveyor.job import Job
-from conveyor.worker.context import Context
+from conveyor.task import Context
 
 Key = tuple[int, str]  # (job id, claim id): a job may come back to this worker re-claimed
 
@@ -20,7 +21,8 @@ class Held:
     job: Job
     ctx: Context
     deadline: float | None = None  # time.monotonic() past which the run is overdue
-    executing: bool = True  # the task function has not returned
+    started: bool = False  # its task function was called
+    returned: bool = False  # its function returned, or it will never be called
     reported: bool = False  # an ending was handed to the completer (or given up)
     written: bool = False  # that ending was written, refused, or abandoned
     cancel: Callable[[], object] | None = field(default=None, repr=False)  # async runs
@@ -31,18 +33,18 @@ class Held:
         return (self.job.id, self.job.claim_id)
 
 
-class Registry:
+class HeldJobs:
     def __init__(self) -> None:
         self._held: dict[Key, Held] = {}
-        self._executing = 0
+        self._in_hand = 0  # held jobs whose function has not returned (waiting or running)
+        self.returned_total = 0  # functions returned since the start (the worker's pace)
         self._cond = threading.Condition()
 
-    def add(self, job: Job, ctx: Context, *, timeout: float | None, executing: bool) -> Held:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        held = Held(job, ctx, deadline, executing=executing)
+    def add(self, job: Job, ctx: Context) -> Held:
+        held = Held(job, ctx)
         with self._cond:
             self._held[held.key] = held
-            self._executing += executing
+            self._in_hand += 1
         return held
 
     def claim_report(self, held: Held) -> bool:
@@ -54,11 +56,12 @@ class Registry:
             return True
 
     def returned(self, held: Held) -> None:
-        """The task function returned (or raised)."""
+        """The task function returned or raised (or will never be called)."""
         with self._cond:
-            if held.executing:
-                held.executing = False
-                self._executing -= 1
+            if not held.returned:
+                held.returned = True
+                self._in_hand -= 1
+                self.returned_total += 1
             self._forget_if_done(held)
             self._cond.notify_all()
 
@@ -72,13 +75,14 @@ class Registry:
             self._cond.notify_all()
 
     def _forget_if_done(self, held: Held) -> None:
-        if held.written and not held.executing:
+        if held.written and held.returned:
             self._held.pop(held.key, None)
 
     # -- views ----------------------------------------------------------------------
     @property
-    def executing(self) -> int:
-        return self._executing
+    def in_hand(self) -> int:
+        """Jobs claimed whose function has not returned: running or waiting to start."""
+        return self._in_hand
 
     def empty(self) -> bool:
         with self._cond:
@@ -97,7 +101,7 @@ class Registry:
                 if not h.reported and h.deadline is not None and h.deadline <= now
             ]
 
-    def wait_until_idle(self, timeout: float) -> bool:
-        """Wait until no task function is executing; False when ``timeout`` ran out."""
+    def wait_until_returned(self, timeout: float) -> bool:
+        """Wait until no function is running or waiting; False when ``timeout`` ran out."""
         with self._cond:
-            return self._cond.wait_for(lambda: self._executing == 0, timeout)
+            return self._cond.wait_for(lambda: self._in_hand == 0, timeout)
