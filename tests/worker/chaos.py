@@ -44,6 +44,7 @@ class Report:
     leases_lost: int = 0  # running tasks told their claim was gone
     longest_recovery: float = 0.0  # a kill until none of the victim's claims is running
     top_ups: int = 0  # batches added because no stale write had been refused yet
+    locked_out: int = 0  # SQLite: the watcher's own calls timed out behind a frozen worker
     problems: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
@@ -53,6 +54,11 @@ class Report:
             f"{self.runs_recorded} runs recorded, {self.stale_refused} stale writes refused, "
             f"{self.leases_lost} leases lost; longest recovery {self.longest_recovery:.2f}s"
             + (f"; topped up {self.top_ups} time(s)" if self.top_ups else "")
+            + (
+                f"; the watcher waited out the lock {self.locked_out} time(s)"
+                if self.locked_out
+                else ""
+            )
         )
 
 
@@ -145,53 +151,80 @@ class Chaos:
         while True:
             now = time.monotonic()
             if now - started > timeout:
-                self.report.problems.append(f"not done after {timeout:.0f}s: {q.stats()}")
+                self.report.problems.append(f"not done after {timeout:.0f}s")
                 return
-            stats = q.stats()
-            if stopped is None and stats.completed + stats.failed + stats.cancelled >= self.jobs:
-                if self._refused_any() or self.report.top_ups >= _MAX_TOP_UPS:
-                    return
-                # A resumed worker often learns from its heartbeat that its lease is
-                # gone and drops its endings itself, so no stale write reaches the
-                # database. Go on with more work until one does (the guard is what is
-                # under test), freezing a worker again at once.
-                self._enqueue(q, self.jobs, _TOP_UP)
-                self.jobs += _TOP_UP
-                self.report.jobs = self.jobs
-                self.report.top_ups += 1
-                next_stop = now
-                continue
-            running = q.jobs(status="running", limit=1000)
-            if now >= next_kill:
-                candidates = [p for p in procs if stopped is None or p is not stopped[0]]
-                victim = self.rng.choice(candidates)
-                held = {
-                    j.id: j.claim_id for j in running if j.worker == f"{self.host}:{victim.pid}"
-                }
-                victim.kill()
-                self.report.kills += 1
-                open_recoveries.append(_Recovery(time.monotonic(), held))  # type: ignore[arg-type]
-                procs[procs.index(victim)] = self._spawn()
-                next_kill = now + self.kill_every * self.rng.uniform(0.6, 1.4)
-            if stopped is None and now >= next_stop and not self._refused_any():
-                # Stop a worker that holds claims, for three leases: others take over its
-                # jobs, and when it resumes its writes must be refused.
-                busy = {j.worker for j in running}
-                holders = [p for p in procs if f"{self.host}:{p.pid}" in busy]
-                if holders:
-                    target = self.rng.choice(holders)
-                    target.signal(signal.SIGSTOP)
-                    self.report.stops += 1
-                    stopped = (target, now + 3 * self.lease)
+            # Resume a frozen worker before touching the database: on SQLite it may be
+            # frozen inside a write transaction, holding the lock every writer waits for.
             if stopped is not None and now >= stopped[1]:
                 stopped[0].signal(signal.SIGCONT)
                 stopped = None
                 next_stop = now + 2.0  # then stop another only if nothing was refused
-            if self.terminate_every and now >= next_cut:
-                self.report.connections_terminated += _terminate_pg_connections(q)
-                next_cut = now + self.terminate_every * self.rng.uniform(0.6, 1.4)
-            self._settle(q, open_recoveries)
+            try:
+                stopped, next_kill, next_stop, next_cut, done = self._step(
+                    q, procs, stopped, open_recoveries, now, next_kill, next_stop, next_cut
+                )
+            except conveyor.DatabaseError:
+                # The watcher's reads may recover stale jobs, and so write. Behind a
+                # frozen lock holder they time out: that is SQLite, not the workers.
+                if self.report.backend == "postgresql":
+                    raise
+                self.report.locked_out += 1
+                done = False
+            if done:
+                return
             time.sleep(0.05)
+
+    def _step(
+        self,
+        q: conveyor.Queue,
+        procs: list[WorkerProcess],
+        stopped: tuple[WorkerProcess, float] | None,
+        open_recoveries: list[_Recovery],
+        now: float,
+        next_kill: float,
+        next_stop: float,
+        next_cut: float,
+    ) -> tuple[tuple[WorkerProcess, float] | None, float, float, float, bool]:
+        """One look at the run, and the next blow."""
+        stats = q.stats()
+        if stopped is None and stats.completed + stats.failed + stats.cancelled >= self.jobs:
+            if self._refused_any() or self.report.top_ups >= _MAX_TOP_UPS:
+                return stopped, next_kill, next_stop, next_cut, True
+            # A resumed worker often learns from its heartbeat that its lease is
+            # gone and drops its endings itself, so no stale write reaches the
+            # database. Go on with more work until one does (the guard is what is
+            # under test), freezing a worker again at once.
+            self._enqueue(q, self.jobs, _TOP_UP)
+            self.jobs += _TOP_UP
+            self.report.jobs = self.jobs
+            self.report.top_ups += 1
+            next_stop = now
+            return stopped, next_kill, next_stop, next_cut, False
+        running = q.jobs(status="running", limit=1000)
+        if now >= next_kill:
+            candidates = [p for p in procs if stopped is None or p is not stopped[0]]
+            victim = self.rng.choice(candidates)
+            held = {j.id: j.claim_id for j in running if j.worker == f"{self.host}:{victim.pid}"}
+            victim.kill()
+            self.report.kills += 1
+            open_recoveries.append(_Recovery(time.monotonic(), held))  # type: ignore[arg-type]
+            procs[procs.index(victim)] = self._spawn()
+            next_kill = now + self.kill_every * self.rng.uniform(0.6, 1.4)
+        if stopped is None and now >= next_stop and not self._refused_any():
+            # Stop a worker that holds claims, for three leases: others take over its
+            # jobs, and when it resumes its writes must be refused.
+            busy = {j.worker for j in running}
+            holders = [p for p in procs if f"{self.host}:{p.pid}" in busy]
+            if holders:
+                target = self.rng.choice(holders)
+                target.signal(signal.SIGSTOP)
+                self.report.stops += 1
+                stopped = (target, now + 3 * self.lease)
+        if self.terminate_every and now >= next_cut:
+            self.report.connections_terminated += _terminate_pg_connections(q)
+            next_cut = now + self.terminate_every * self.rng.uniform(0.6, 1.4)
+        self._settle(q, open_recoveries)
+        return stopped, next_kill, next_stop, next_cut, False
 
     def _settle(self, q: conveyor.Queue, recoveries: list[_Recovery]) -> None:
         """A kill is recovered once none of the victim's claims still holds a job."""
