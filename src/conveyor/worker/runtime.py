@@ -36,7 +36,7 @@ from conveyor.job import Job, Status
 from conveyor.maintenance import Dispatcher, Maintainer, Pruner, Rescuer, Retention, Scheduler
 from conveyor.queue import Duration, Queue
 from conveyor.task import Context
-from conveyor.worker import attempts, invoke, outcome
+from conveyor.worker import invoke, logs, outcome
 from conveyor.worker.completer import Completer, Flushed
 from conveyor.worker.heartbeater import Heartbeater
 from conveyor.worker.held import Held, HeldJobs
@@ -371,7 +371,7 @@ class Worker:
             else:
                 counts["snoozed" if o.snooze is not None else "retried"] += 1
         self.stats.add(**counts)
-        attempts.log_endings(flushed.outcomes, flushed.statuses)
+        logs.log_endings(flushed.outcomes, flushed.statuses)
         # Endings not written because the database stayed down stay unwritten: shutdown
         # releases their claims instead.
         unwritten = {id(o) for o in flushed.unwritten}
