@@ -50,7 +50,7 @@ def backlogs(q: conveyor.Queue, backend: str, sizes: tuple[int, ...],
         lat = workloads.claim_complete(q, rounds, queue="backlog")
         yield Figure(f"claim+complete @{_label(size)}", backend, "conveyor", "p50 ms", lat.p50)
         yield Figure(f"claim+complete @{_label(size)}", backend, "conveyor", "p99 ms", lat.p99)
-        # The default claim counts what remains (Claim.remaining): the target.
+        # The default claim counts what remains (Claim.remaining): what the target judges.
         counted = workloads.claim_complete(q, rounds, queue="backlog", count_remaining=True)
         for metric, value in (("p50 ms", counted.p50), ("p99 ms", counted.p99)):
             yield Figure(f"claim+complete @{_label(size)}, counting remaining", backend,

@@ -1,4 +1,4 @@
-"""Turn summaries into Markdown tables and the target ratios of issue 9."""
+"""Turn summaries into Markdown tables and the speed targets as ratios."""
 
 from __future__ import annotations
 
@@ -124,7 +124,7 @@ NAMES = {"sqlite": "SQLite", "postgresql": "PostgreSQL"}
 
 
 def targets(t: Table) -> list[Target]:
-    """The targets of issue 9, each as a ratio against its reference in the same run."""
+    """conveyor's speed targets, each as a ratio against its reference in the same run."""
     out: list[Target] = []
 
     def add(what: str, mine: float | None, base: float | None, goal: float, *,
@@ -236,7 +236,7 @@ def markdown(summaries: list[Summary], meta: dict[str, Any]) -> str:
     goals = targets(t)
     if goals:
         lines += ["### Targets", "",
-                  "Each target of issue 9 as a ratio to its reference, both from this run.",
+                  "Each speed target as a ratio to its reference, both from this run.",
                   "", "| target | measured | ratio | met |", "|---|---|---:|---|"]  # fmt: skip
         for g in goals:
             mark = "-" if g.holds is None else ("met" if g.holds else "**not met**")
