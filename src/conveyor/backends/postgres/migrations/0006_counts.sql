@@ -43,8 +43,11 @@ BEGIN
 END
 $$;
 
+-- The join of the transition tables is planned once per connection and the plan kept: a
+-- plan made for a one-row claim (a nested loop) would make a later update of a million
+-- rows quadratic. Without nested loops it is a hash join at every size.
 CREATE FUNCTION {schema}.conveyor_count_changed() RETURNS trigger
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SET enable_nestloop = off AS $$
 BEGIN
     INSERT INTO {schema}.conveyor_count_deltas (queue, status, n, entered, at)
     SELECT queue, status, sum(n), sum(entered), now()
