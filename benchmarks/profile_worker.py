@@ -15,10 +15,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: make `benchmarks` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import conveyor
 from benchmarks.harness import pg_database
