@@ -434,8 +434,9 @@ def job_path(job_id: int) -> str:
 
 
 def _segment(value: str, what: str) -> str:
-    # Servers decode %2F before routing; the routes that take a name match a '/' in it.
-    if what == "claim_id" and "/" in value:
+    # Servers decode %2F before routing. Queue and worker routes take a '/' in a name;
+    # a schedule's would be ambiguous beside its /run route, and claim ids never have one.
+    if what in ("claim_id", "schedule") and "/" in value:
         raise InvalidArgument(f"{what}: a remote queue cannot send a '/' here")
     return quote(value, safe="")
 

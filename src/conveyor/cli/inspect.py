@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import signal
 import sys
-import time
-from contextlib import suppress
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
 from typing import Annotated
 
 import typer
@@ -109,8 +112,8 @@ def stats(
         if not watch:
             _print_stats(q, queue, as_json)
             return
-        with suppress(KeyboardInterrupt):  # Ctrl-C is how a watch ends: not an error
-            _watch_stats(q, queue, as_json, interval)
+        with interrupt_ends() as stop:  # Ctrl-C is how a watch ends: not an error
+            _watch_stats(q, queue, as_json, interval, stop)
 
 
 def _print_stats(q: Queue, queue: str | None, as_json: bool) -> None:
@@ -121,25 +124,47 @@ def _print_stats(q: Queue, queue: str | None, as_json: bool) -> None:
         console().print(stats_table(per_queue, q.now()))
 
 
-def _watch_stats(q: Queue, queue: str | None, as_json: bool, interval: float) -> None:
+def _watch_stats(
+    q: Queue, queue: str | None, as_json: bool, interval: float, stop: threading.Event
+) -> None:
     if as_json:
-        while True:  # JSON lines: one compact document per tick
+        while not stop.is_set():  # JSON lines: one compact document per tick
             sys.stdout.write(json.dumps(stats_json(q.queue_stats(queue)), default=str) + "\n")
             sys.stdout.flush()
-            time.sleep(interval)
+            stop.wait(interval)
+        return
     out = console()
     if not out.is_terminal:
-        while True:
+        while not stop.is_set():
             now = q.now()
             out.print(f"{now.isoformat(timespec='seconds')}")
             out.print(stats_table(q.queue_stats(queue), now))
-            time.sleep(interval)
+            stop.wait(interval)
+        return
     with Live(console=out, auto_refresh=False) as live:
-        while True:
+        while not stop.is_set():
             now = q.now()
             footer = Text(f"{q.url} · {now:%H:%M:%S} UTC · Ctrl-C to stop", style="dim")
             live.update(Group(stats_table(q.queue_stats(queue), now), footer), refresh=True)
-            time.sleep(interval)
+            stop.wait(interval)
+
+
+@contextmanager
+def interrupt_ends() -> Iterator[threading.Event]:
+    """Ctrl-C sets the event instead of raising wherever the main thread happens to be
+    (inside a database call, an interrupt can leave the connection pool unable to
+    close). A second Ctrl-C interrupts at once."""
+    stop = threading.Event()
+
+    def first(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    previous = signal.signal(signal.SIGINT, first)
+    try:
+        yield stop
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 @app.command(rich_help_panel=PANEL_WATCH)

@@ -24,9 +24,28 @@ from typing import Any
 import anyio
 from anyio import CapacityLimiter
 from fastapi import APIRouter
+from starlette.convertors import Convertor, register_url_convertor
 from starlette.routing import compile_path
 
 from conveyor.web.auth import Role
+
+
+class NameConvertor(Convertor[str]):
+    """A name in a path: any text, '/' (sent as %2F, decoded before routing) and control
+    characters included, so that the route, not the router, answers for it (a 422 for a
+    name the queue refuses, never a 404)."""
+
+    regex = "[\\s\\S]+"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+# Routes write ``{queue:name}``; registered before any route module builds its paths.
+register_url_convertor("name", NameConvertor())
 
 READ_THREADS = 32
 WRITE_THREADS = 16

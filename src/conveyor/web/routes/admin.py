@@ -94,7 +94,7 @@ def prune(body: PruneRequest, state: State) -> dict[str, Any]:
 
 
 @router.post(
-    "/api/queues/{queue:path}/complete-by-key",
+    "/api/queues/{queue:name}/complete-by-key",
     response_model=CompletedOut,
     responses=errors(),
     summary="Complete the active job with a key: the work was done elsewhere",

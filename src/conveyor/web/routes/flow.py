@@ -21,7 +21,7 @@ reader = [require(Role.READER)]
 
 
 @router.post(
-    "/api/queues/{queue:path}/pause",
+    "/api/queues/{queue:name}/pause",
     response_model=QueueSettings,
     dependencies=admin,
     responses=errors(),
@@ -32,7 +32,7 @@ def pause(queue: QueuePath, state: State) -> Any:
 
 
 @router.post(
-    "/api/queues/{queue:path}/resume",
+    "/api/queues/{queue:name}/resume",
     response_model=QueueSettings,
     dependencies=admin,
     responses=errors(),
@@ -43,7 +43,7 @@ def resume(queue: QueuePath, state: State) -> Any:
 
 
 @router.put(
-    "/api/queues/{queue:path}/limits",
+    "/api/queues/{queue:name}/limits",
     response_model=QueueSettings,
     dependencies=admin,
     responses=errors(),

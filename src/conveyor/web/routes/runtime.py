@@ -113,7 +113,7 @@ def retry_notifications(body: RetryNotificationsRequest, state: State) -> dict[s
 
 
 @router.put(
-    "/api/workers/{name:path}",
+    "/api/workers/{name:name}",
     status_code=204,
     responses=errors(),
     summary="Register a worker or refresh its entry",
@@ -126,7 +126,7 @@ def worker_seen(name: NamePath, body: WorkerRequest, state: State) -> None:
 
 
 @router.delete(
-    "/api/workers/{name:path}",
+    "/api/workers/{name:name}",
     status_code=204,
     responses=errors(),
     summary="Remove a worker's entry (a clean stop)",
@@ -151,7 +151,7 @@ def forget_workers(
 
 
 @router.put(
-    "/api/schedules/{name:path}",
+    "/api/schedules/{name}",
     response_model=ScheduleInfo,
     responses=errors(),
     summary="Declare a periodic schedule",
@@ -165,7 +165,7 @@ def save_schedule(name: NamePath, body: ScheduleRequest, state: State) -> Any:
 
 
 @router.post(
-    "/api/schedules/{name:path}/run",
+    "/api/schedules/{name}/run",
     responses=errors(),
     summary="Enqueue a schedule's job for a slot, once",
 )

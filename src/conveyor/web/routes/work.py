@@ -48,7 +48,7 @@ router = Router(tags=["work"], dependencies=[require(Role.WORKER)])
 
 
 @router.post(
-    "/api/queues/{queue:path}/claim",
+    "/api/queues/{queue:name}/claim",
     response_model=ClaimOut,
     responses=errors(),
     summary="Claim jobs",
