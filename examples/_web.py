@@ -127,6 +127,18 @@ class Workers:
             self._thread.join(timeout)
 
 
+def add_demo_command(
+    parser: argparse.ArgumentParser, commands: Any
+) -> list[argparse.ArgumentParser]:
+    """``demo`` (also what no command runs): both take ``--db`` and ``--json``. Returns
+    the two parsers, for an example's own demo options."""
+    demo = commands.add_parser("demo", help="the scripted demo (the default)")
+    for p in (parser, demo):
+        p.add_argument("--db", help="database URL (default: a temporary SQLite file)")
+        p.add_argument("--json", action="store_true", help="print the summary as one JSON line")
+    return [parser, demo]
+
+
 def add_serve_options(parser: argparse.ArgumentParser, name: str, *, workers: int = 2) -> None:
     parser.add_argument(
         "--db", default=f"sqlite:///{name}.db", help=f"database URL (default sqlite:///{name}.db)"

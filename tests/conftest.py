@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import conveyor
+from tests.worker.procs import WorkerProcess
 
 PG_URL = os.environ.get("CONVEYOR_TEST_POSTGRES_URL", "postgresql://root@127.0.0.1:5432/test")
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
@@ -82,3 +83,12 @@ def q(db_url: str) -> Iterator[conveyor.Queue]:
     queue = conveyor.connect(db_url)
     yield queue
     queue.close()
+
+
+@pytest.fixture
+def workers() -> Iterator[list[WorkerProcess]]:
+    """Worker processes a test starts (``start_worker``): killed when it ends."""
+    started: list[WorkerProcess] = []
+    yield started
+    for proc in started:
+        proc.kill()

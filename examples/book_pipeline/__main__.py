@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 
 from examples._common import report
-from examples._web import add_serve_options, background_server, serve
+from examples._web import add_demo_command, add_serve_options, background_server, serve
 from examples.book_pipeline.app import Pipeline, create_api
 from examples.book_pipeline.jobs import Settings
 
@@ -58,10 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     serving.add_argument("--poll-ms", type=int, default=d.poll_ms,
                          help="how often the book page polls its job")  # fmt: skip
-    demo = commands.add_parser("demo", help="the scripted demo (the default)")
-    for p in (parser, demo):
-        p.add_argument("--db", help="database URL (default: a temporary SQLite file)")
-        p.add_argument("--json", action="store_true", help="print the summary as one JSON line")
+    add_demo_command(parser, commands)
     args = parser.parse_args(argv)
     if args.command == "serve":
         try:

@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 
 from examples._common import report
-from examples._web import add_serve_options, background_server, serve
+from examples._web import add_demo_command, add_serve_options, background_server, serve
 from examples.fetch_queue.app import FetchBot, Settings, create_api
 
 
@@ -35,10 +35,7 @@ def main(argv: list[str] | None = None) -> int:
         ("--redelivery-delay", defaults.redelivery_delay, "seconds before a message is resent"),
     ):
         serving.add_argument(flag, type=float, default=default, help=helps)
-    demo = commands.add_parser("demo", help="the scripted demo (the default)")
-    for p in (parser, demo):
-        p.add_argument("--db", help="database URL (default: a temporary SQLite file)")
-        p.add_argument("--json", action="store_true", help="print the summary as one JSON line")
+    add_demo_command(parser, commands)
     args = parser.parse_args(argv)
     if args.command == "serve":
         for name in ("cache_ttl", "retry_delay", "slow_seconds", "redelivery_delay"):

@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 
 from examples._common import report
-from examples._web import add_serve_options, background_server, serve
+from examples._web import add_demo_command, add_serve_options, background_server, serve
 from examples.metadata_sync.app import Library, create_api
 from examples.metadata_sync.client import run_client
 
@@ -42,11 +42,8 @@ def main(argv: list[str] | None = None) -> int:
     client.add_argument("--token", help="the server's bearer token")
     client.add_argument("--state", type=Path, help="where to keep the batch across restarts")
     client.add_argument("--delay", type=float, default=0.0, help="seconds per catalogue lookup")
-    demo = commands.add_parser("demo", help="the scripted demo (the default)")
-    for p in (parser, demo):
-        p.add_argument("--db", help="database URL (default: a temporary SQLite file)")
+    for p in add_demo_command(parser, commands):
         p.add_argument("--books", type=int, default=1000)
-        p.add_argument("--json", action="store_true", help="print the summary as one JSON line")
     args = parser.parse_args(argv)
     if args.command == "serve":
         from datetime import timedelta

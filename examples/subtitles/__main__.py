@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 
 from examples._common import report
-from examples._web import add_serve_options, background_server, serve
+from examples._web import add_demo_command, add_serve_options, background_server, serve
 from examples.subtitles.app import QUEUE, Settings, Subtitles, create_api
 
 
@@ -67,10 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     working.add_argument("--db", default="sqlite:///subtitles.db", help="database URL")
     working.add_argument("--workers", type=int, default=2, help="tasks run at once")
     _settings_options(working)
-    demo = commands.add_parser("demo", help="the scripted demo (the default)")
-    for p in (parser, demo):
-        p.add_argument("--db", help="database URL (default: a temporary SQLite file)")
-        p.add_argument("--json", action="store_true", help="print the summary as one JSON line")
+    add_demo_command(parser, commands)
     args = parser.parse_args(argv)
     if args.command == "serve":
         subtitles = Subtitles(args.db, _settings(args))

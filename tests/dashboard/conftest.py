@@ -18,13 +18,8 @@ import conveyor
 from conveyor.web import create_app
 from tests.conftest import IN_CI, drop_schema, fresh_url
 from tests.dashboard.browser import ARGS, CHROMIUM, live_server
+from tests.web.conftest import TOKEN_OF, TOKENS
 
-TOKENS = {
-    "admin-secret-0001": "admin",
-    "worker-secret-0001": "worker",
-    "reader-secret-0001": "reader",
-}
-TOKEN_OF = {role: token for token, role in TOKENS.items()}
 DESKTOP = {"width": 1280, "height": 800}
 PHONE = {"width": 390, "height": 844}
 # Long enough for a poll (every 2 s) on a busy 2-core machine.

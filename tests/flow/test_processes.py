@@ -12,7 +12,6 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -22,24 +21,13 @@ import pytest
 import conveyor
 from conveyor import Rate, Status
 from tests.cli.conftest import cli_env
-from tests.worker.procs import REPO, WorkerProcess, effects, wait_for
+from tests.worker.procs import REPO, WorkerProcess, effects, start_worker, wait_for
 
 TICKER = "tests.flow.apps:ticker"
 FLOW = "tests.flow.apps:flow"
 
 
-@pytest.fixture
-def workers() -> Iterator[list[WorkerProcess]]:
-    started: list[WorkerProcess] = []
-    yield started
-    for proc in started:
-        proc.kill()
-
-
-def spawn(workers: list[WorkerProcess], app: str, url: str, tmp: Path, *args: str) -> WorkerProcess:
-    proc = WorkerProcess(app, url, tmp, tmp / "effects.txt", *args, tag=str(len(workers)))
-    workers.append(proc.start())
-    return proc
+spawn = start_worker
 
 
 def ready(workers: list[WorkerProcess]) -> None:

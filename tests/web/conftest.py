@@ -68,13 +68,14 @@ def remote(client: TestClient) -> RemoteQueue:
 
 
 @contextmanager
-def live_server(app: FastAPI) -> Iterator[str]:
-    """Run ``app`` under uvicorn on a free loopback port; yields its base URL."""
+def live_server(app: Any) -> Iterator[str]:
+    """Run an ASGI ``app`` under uvicorn on a free loopback port; yields its base URL."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)
+    server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 15

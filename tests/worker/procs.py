@@ -79,3 +79,13 @@ def wait_for(condition: Callable[[], bool], timeout: float, every: float = 0.05)
 
 def effects(path: Path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
+
+
+def start_worker(
+    started: list[WorkerProcess], app: str, url: str, tmp: Path, *args: str
+) -> WorkerProcess:
+    """Start a ``conveyor worker`` process, tagged by its place in ``started`` (where it
+    is kept, so the ``workers`` fixture kills it after the test)."""
+    proc = WorkerProcess(app, url, tmp, tmp / "effects.txt", *args, tag=str(len(started)))
+    started.append(proc.start())
+    return proc

@@ -6,33 +6,19 @@ from __future__ import annotations
 
 import signal
 import threading
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 import conveyor
 from conveyor import App, Context
 from conveyor.job import Status
 from tests.worker.conftest import burst, running
-from tests.worker.procs import WorkerProcess, effects, wait_for
+from tests.worker.procs import WorkerProcess, effects, start_worker, wait_for
 
 SHUTDOWN_APP = "tests.worker.apps:shutdown"
 
 
-@pytest.fixture
-def workers() -> Iterator[list[WorkerProcess]]:
-    started: list[WorkerProcess] = []
-    yield started
-    for proc in started:
-        proc.kill()
-
-
 def spawn(workers: list[WorkerProcess], url: str, tmp: Path, *args: str) -> WorkerProcess:
-    tag = str(len(workers))
-    proc = WorkerProcess(SHUTDOWN_APP, url, tmp, tmp / "effects.txt", *args, tag=tag).start()
-    workers.append(proc)
-    return proc
+    return start_worker(workers, SHUTDOWN_APP, url, tmp, *args)
 
 
 def starts(tmp: Path) -> list[int]:

@@ -11,33 +11,20 @@ import signal
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
-import pytest
-
 import conveyor
 from conveyor.info import WorkerInfo
-from tests.worker.procs import REPO, WorkerProcess, wait_for
+from tests.worker.procs import REPO, WorkerProcess, start_worker, wait_for
 
 APP = "tests.worker.apps:shutdown"
 # A 3 s lease: heartbeats every second, and an entry outlives its last refresh by 3 s.
 ARGS = ("--concurrency", "3", "--lease", "3", "--queues", "default,other")
 
 
-@pytest.fixture
-def workers() -> Iterator[list[WorkerProcess]]:
-    started: list[WorkerProcess] = []
-    yield started
-    for proc in started:
-        proc.kill()
-
-
 def spawn(workers: list[WorkerProcess], url: str, tmp: Path) -> WorkerProcess:
-    proc = WorkerProcess(APP, url, tmp, tmp / "effects.txt", *ARGS, tag=str(len(workers)))
-    workers.append(proc.start())
-    return proc
+    return start_worker(workers, APP, url, tmp, *ARGS)
 
 
 def entry(q: conveyor.Queue, pid: int) -> WorkerInfo | None:

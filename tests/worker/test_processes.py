@@ -6,7 +6,6 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,23 +13,12 @@ import pytest
 import conveyor
 from conveyor.job import Status
 from tests.worker import latency
-from tests.worker.procs import REPO, WorkerProcess, effects, wait_for
+from tests.worker.procs import REPO, WorkerProcess, effects, start_worker, wait_for
 
 SHUTDOWN_APP = "tests.worker.apps:shutdown"
 
 
-@pytest.fixture
-def workers() -> Iterator[list[WorkerProcess]]:
-    started: list[WorkerProcess] = []
-    yield started
-    for proc in started:
-        proc.kill()
-
-
-def spawn(workers: list[WorkerProcess], app: str, url: str, tmp: Path, *args: str) -> WorkerProcess:
-    proc = WorkerProcess(app, url, tmp, tmp / "effects.txt", *args, tag=str(len(workers))).start()
-    workers.append(proc)
-    return proc
+spawn = start_worker
 
 
 def started(tmp: Path) -> int:

@@ -1,6 +1,6 @@
-"""The demo's tasks: small stand-ins for the five systems conveyor was built for
-(see DESIGN.md). They sleep instead of working, and fail on purpose, as the payload
-says, so a run is reproducible.
+"""The demo's tasks: small stand-ins for the five systems conveyor was built for (the
+applications under ``examples/``). They sleep instead of working, and fail on purpose,
+as the payload says, so a run is reproducible.
 
 ``$CONVEYOR_DEMO_PACE`` scales every pause and retry delay: 1 is watchable, 0 runs as
 fast as the workers go (the tests use it). Worker processes read it when they import

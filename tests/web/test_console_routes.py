@@ -4,8 +4,8 @@ actions on a filtered selection."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,22 +14,12 @@ from fastapi.testclient import TestClient
 
 import conveyor
 from conveyor.web import create_app
-from tests.dashboard.conftest import TOKEN_OF, TOKENS
-
-
-def bearer(role: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {TOKEN_OF[role]}"}
+from tests.web.conftest import bearer
 
 
 @pytest.fixture
-def app(db_url: str) -> FastAPI:
-    return create_app(db_url, tokens=TOKENS)
-
-
-@pytest.fixture
-def client(app: FastAPI) -> Iterator[TestClient]:
-    with TestClient(app, headers=bearer("admin")) as test_client:
-        yield test_client
+def sqlite_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'conveyor.db'}"
 
 
 @pytest.fixture
