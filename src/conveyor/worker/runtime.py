@@ -57,7 +57,7 @@ from conveyor.worker.timing import (
     db_retry_delay,
     positive,
 )
-from conveyor.worker.wakeup import Wakeup
+from conveyor.worker.wakeup import Wakeup, hears_others
 
 if TYPE_CHECKING:
     from conveyor.app import App
@@ -181,10 +181,7 @@ class Worker:
     # -- starting -------------------------------------------------------------------
     def _start_services(self, q: Queue) -> None:
         t = self.timing
-        # LISTEN/NOTIFY, or SQLite's watch of its database file: polling then only
-        # catches jobs that fall due.
-        hears = getattr(getattr(q, "backend", None), "hears_other_processes", False)
-        max_poll = t.max_poll(hears)
+        max_poll = t.max_poll(hears_others(q))
         self._wakeup = Wakeup(q, min_poll=min(MIN_POLL, max_poll), max_poll=max_poll)
         self._pool = TaskPool(self._ended, slots=self.concurrency)
         self._completer = Completer(q, self._written, on_db_error=self._db_error)

@@ -16,6 +16,13 @@ from typing import Any
 _SLICE = 0.1
 
 
+def hears_others(queue: Any) -> bool:
+    """Whether other processes' commits wake this one (LISTEN/NOTIFY, or SQLite's watch
+    of its database file): polling then only catches jobs that fall due. A remote queue
+    has no backend, and polls."""
+    return bool(getattr(getattr(queue, "backend", None), "hears_other_processes", False))
+
+
 class Wakeup:
     def __init__(self, queue: Any, *, min_poll: float, max_poll: float) -> None:
         self.min_poll = min(min_poll, max_poll)
@@ -27,10 +34,6 @@ class Wakeup:
         # A remote queue has no backend: it polls.
         self._backend = backend if callable(getattr(backend, "wait_for_change", None)) else None
         self._bridge: threading.Thread | None = None
-
-    @property
-    def listens(self) -> bool:
-        return bool(getattr(self._backend, "hears_other_processes", False))
 
     def start(self) -> None:
         if self._backend is not None:
