@@ -44,7 +44,7 @@ async def connect(
         )
         return AsyncQueue(queue)
     try:  # psycopg is an optional extra: imported when a PostgreSQL URL asks for it
-        from conveyor.backends.postgres.aio import AsyncPostgresBackend
+        from conveyor.drivers.postgres.aio import AsyncPostgresDriver
     except ImportError as exc:
         raise ConfigurationError(
             f"PostgreSQL needs psycopg 3 and psycopg_pool: pip install 'conveyor[postgres]' ({exc})"
@@ -54,7 +54,7 @@ async def connect(
             conveyor.connect, target, migrate=True, schema=schema, **options
         )
         await asyncio.to_thread(migrated.close)
-    backend = AsyncPostgresBackend(settings.target, **settings.backend_options)
+    backend = AsyncPostgresDriver(settings.target, **settings.backend_options)
     await backend.open()
     queue_options = {k: options[k] for k in _QUEUE_KEYS if k in options}
     defaults = Defaults(

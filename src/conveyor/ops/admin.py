@@ -6,9 +6,10 @@ from collections.abc import Iterable
 from typing import Any, NoReturn
 
 from conveyor import validation as check
+from conveyor.drivers import operations as db
 from conveyor.errors import DuplicateJob, InvalidArgument, InvalidTransition, JobNotFound
 from conveyor.job import ACTIVE_STATUSES, Job
-from conveyor.ops import Announce, Call, Count, Plan, Query, Values
+from conveyor.ops import Announce, Call, Plan, Values
 from conveyor.ops.defaults import Defaults, job_id
 from conveyor.retry import seconds
 
@@ -20,11 +21,11 @@ def retry(job: Any, *, reset_attempts: Any = True) -> Call[Job]:
     jid = job_id(job)
     if not isinstance(reset_attempts, bool):
         raise InvalidArgument(f"reset_attempts: expected true or false, got {reset_attempts!r}")
-    query = "reopen_job" if reset_attempts else "reopen_job_within_attempts"
+    reopen = db.ReopenJob if reset_attempts else db.ReopenJobWithinAttempts
 
     def build(v: Values) -> Plan[Job]:
         try:
-            rows = yield Query(query, {"id": jid})
+            rows = yield reopen(id=jid)
         except DuplicateJob:
             raise InvalidTransition(
                 f"cannot retry job {jid}: another active job has its key"
@@ -40,7 +41,7 @@ def retry(job: Any, *, reset_attempts: Any = True) -> Call[Job]:
 
 
 def refuse_spent(job: int) -> Plan[NoReturn]:
-    rows = yield Query("get_job", {"id": job})
+    rows = yield db.GetJob(id=job)
     if not rows:
         raise JobNotFound(f"cannot retry job {job}: it does not exist")
     row = rows[0]
@@ -59,7 +60,7 @@ def cancel(job: Any) -> Call[Job]:
     jid = job_id(job)
 
     def build(v: Values) -> Plan[Job]:
-        rows = yield Query("cancel_job", {"id": jid})
+        rows = yield db.CancelJob(id=jid)
         if not rows:
             yield from refuse_status(jid, "cancel", "pending or running")
         yield Announce(finished=[jid])
@@ -76,14 +77,14 @@ def complete_by_key(
     if not isinstance(include_failed, bool):
         raise InvalidArgument(f"include_failed: expected true or false, got {include_failed!r}")
     statuses = ["pending", "running", *(["failed"] if include_failed else [])]
-    params = {
+    params: dict[str, Any] = {
         "key": check.name(key, "key", max_length=check.MAX_KEY_LENGTH),
         "queue": check.name(queue, "queue"),
         "result": check.encode_json(result, "result", max_bytes=d.max_payload_bytes),
     }
 
     def build(v: Values) -> Plan[int]:
-        rows = yield Query("complete_by_key", {**params, "statuses": v.json_param(statuses)})
+        rows = yield db.CompleteByKey(**params, statuses=v.json_param(statuses))
         yield Announce(finished=[r["id"] for r in rows])
         return len(rows)
 
@@ -104,15 +105,15 @@ def prune(*, older_than: Any, statuses: Iterable[str]) -> Call[int]:
     names = [str(s) for s in wanted]
 
     def build(v: Values) -> Plan[int]:
-        params = {"statuses": v.json_param(names), "older_than_s": older_than_s}
-        removed: int = yield Count("prune_jobs", params)
+        params: dict[str, Any] = {"statuses": v.json_param(names), "older_than_s": older_than_s}
+        removed: int = yield db.PruneJobs(**params)
         return removed
 
     return Call("prune", {"older_than": older_than_s, "statuses": names}, build)
 
 
 def refuse_status(job: int, verb: str, expected: str) -> Plan[NoReturn]:
-    rows = yield Query("get_job", {"id": job})
+    rows = yield db.GetJob(id=job)
     if not rows:
         raise JobNotFound(f"cannot {verb} job {job}: it does not exist")
     raise InvalidTransition(

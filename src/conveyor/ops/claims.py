@@ -6,8 +6,9 @@ import uuid
 from typing import Any
 
 from conveyor import validation as check
+from conveyor.drivers import operations as db
 from conveyor.job import Claim, Job, Status
-from conveyor.ops import Announce, Call, Once, Plan, Query, Row, Values
+from conveyor.ops import Announce, Call, Once, Plan, Row, Values
 from conveyor.ops.admin import refuse_status
 from conveyor.ops.defaults import MAX_CLAIM, Defaults, claim_id, job_id, queue_names
 from conveyor.ops.flow import claim_controlled
@@ -38,13 +39,13 @@ def claim(
             "count_remaining": counting}  # fmt: skip
 
     def build(v: Values) -> Plan[Claim] | Once[Claim]:
-        params = {"queue": name, "limit": limit, "lease_s": lease_s,
+        params: dict[str, Any] = {"queue": name, "limit": limit, "lease_s": lease_s,
                   "claim_id": uuid.uuid4().hex, "worker": who}  # fmt: skip
         if previous or counting:
             return _claim(v, params, previous, counting)
         # A worker's claim: one statement, unless it found nothing (see _claim).
         return Once(
-            Query("claim_jobs", params),
+            db.ClaimJobs(**params),
             lambda rows: _made(v, params, rows, remaining=None, acked=0),
             if_empty=lambda: _claim(v, params, None, False),
         )
@@ -55,23 +56,23 @@ def claim(
 def _claim(v: Values, params: dict[str, Any], previous: str | None, counting: bool) -> Plan[Claim]:
     acked: list[Row] = []
     if previous:
-        acked = yield Query("ack_claim", {"claim_id": previous})
+        acked = yield db.AckClaim(claim_id=previous)
         yield Announce(finished=[r["id"] for r in acked])
     # This statement takes nothing at all from a queue under flow control (pause,
     # limits), so only a claim that found nothing needs to look whether that is why.
-    rows = yield Query("claim_jobs", params)
+    rows = yield db.ClaimJobs(**params)
     if not rows:
-        settings = yield Query("lock_queue_settings", {"queue": params["queue"]})
+        settings = yield db.LockQueueSettings(queue=params["queue"])
         if settings and settings[0]["controlled"]:
             rows = yield from claim_controlled(v, settings[0], params)
     remaining = None
     if counting:
-        counted = yield Query("count_claimable", {"queue": params["queue"]})
+        counted = yield db.CountClaimable(queue=params["queue"])
         remaining = max(0, int(counted[0]["n"]))
         if int(counted[0]["deltas"]) >= FOLD_AFTER:
             # Counting reads the count deltas: fold them once they pile up (a second
             # folder at the same moment finds the lock taken and folds nothing).
-            yield Query("fold_counts")
+            yield db.FoldCounts()
     return _made(v, params, rows, remaining=remaining, acked=len(acked))
 
 
@@ -93,8 +94,7 @@ def claim_job(d: Defaults, job: Any, *, lease: Any, worker: Any) -> Call[Claim]:
 
     def build(v: Values) -> Plan[Claim]:
         new_claim = uuid.uuid4().hex
-        params = {"id": jid, "lease_s": lease_s, "claim_id": new_claim, "worker": who}
-        rows = yield Query("claim_job", params)
+        rows = yield db.ClaimJob(id=jid, lease_s=lease_s, claim_id=new_claim, worker=who)
         if not rows:
             yield from refuse_status(jid, "claim", "pending, with its dependencies met")
         found = v.decode_job(rows[0])
@@ -108,7 +108,7 @@ def ack(claim: Any) -> Call[int]:
     held = claim_id(claim)
 
     def build(v: Values) -> Plan[int]:
-        rows = yield Query("ack_claim", {"claim_id": held})
+        rows = yield db.AckClaim(claim_id=held)
         yield Announce(finished=[r["id"] for r in rows])
         return len(rows)
 
@@ -121,8 +121,8 @@ def release(claim: Any, *, queue: Any = None) -> Call[int]:
     queues = queue_names(queue)
 
     def build(v: Values) -> Plan[int]:
-        params = {"claim_id": held, "queues": _json_or_none(v, queues)}
-        rows = yield Query("release_claim", params)
+        params: dict[str, Any] = {"claim_id": held, "queues": _json_or_none(v, queues)}
+        rows = yield db.ReleaseClaim(**params)
         yield Announce(queues={r["queue"] for r in rows})
         return len(rows)
 
@@ -134,7 +134,7 @@ def release_job(job: Any) -> Call[Job]:
     jid = job_id(job)
 
     def build(v: Values) -> Plan[Job]:
-        rows = yield Query("release_job", {"id": jid})
+        rows = yield db.ReleaseJob(id=jid)
         if not rows:
             yield from refuse_status(jid, "release", "running")
         yield Announce(queues=[rows[0]["queue"]])
@@ -150,8 +150,8 @@ def reset_claims(older_than: Any, *, queue: Any = None) -> Call[int]:
     queues = queue_names(queue)
 
     def build(v: Values) -> Plan[int]:
-        params = {"older_than_s": older_than_s, "queues": _json_or_none(v, queues)}
-        rows = yield Query("reset_claims", params)
+        params: dict[str, Any] = {"older_than_s": older_than_s, "queues": _json_or_none(v, queues)}
+        rows = yield db.ResetClaims(**params)
         yield Announce(queues={r["queue"] for r in rows})
         return len(rows)
 
@@ -164,8 +164,8 @@ def recover(*, queue: Any = None) -> Call[int]:
     queues = queue_names(queue)
 
     def build(v: Values) -> Plan[int]:
-        params = {"queues": _json_or_none(v, queues), "id": None}
-        rows = yield Query("recover_expired", params)
+        params: dict[str, Any] = {"queues": _json_or_none(v, queues), "id": None}
+        rows = yield db.RecoverExpired(**params)
         yield Announce(
             queues={r["queue"] for r in rows if r["status"] == Status.PENDING},
             finished=[r["id"] for r in rows if r["status"] == Status.FAILED],

@@ -9,9 +9,10 @@ from datetime import datetime
 from typing import Any, Literal
 
 from conveyor import validation as check
+from conveyor.drivers import operations as db
 from conveyor.errors import DuplicateJob, InvalidArgument
 from conveyor.job import ACTIVE_STATUSES, FINAL_STATUSES, Job, Status
-from conveyor.ops import Announce, Call, LazyArgs, Once, Plan, Query, Row, Values
+from conveyor.ops import Announce, Call, LazyArgs, Once, Plan, Row, Values
 from conveyor.ops.defaults import Defaults, Duration, job_id
 from conveyor.retry import seconds
 
@@ -169,7 +170,7 @@ def enqueue(
         if conn is None and job.key is None and who is None and not job.after:
             # Nothing to dedupe, wait for or subscribe: one INSERT, committed on its own.
             return Once(
-                Query("insert_job", job.params(v)),
+                db.InsertJob(**job.params(v)),
                 lambda rows: job.inserted(v, rows[0]),
                 queues=(job.queue,),
             )
@@ -214,7 +215,7 @@ def enqueue_ids(
         queues: set[str] = set()
         for start in range(0, len(prepared), _BULK_CHUNK):
             chunk = [job.row(v) for job, _ in prepared[start : start + _BULK_CHUNK]]
-            rows = yield Query("insert_job_ids", {"items": v.json_param(chunk)})
+            rows = yield db.InsertJobIds(items=v.json_param(chunk))
             ids.extend(sorted(r["id"] for r in rows))
             queues.update(r[0] for r in chunk)
         yield Announce(queues=queues)
@@ -266,7 +267,7 @@ def _insert_many(v: Values, prepared: list[tuple[NewJob, str | None]]) -> Plan[l
     out: list[Job] = []
     for start in range(0, len(prepared), _BULK_CHUNK):
         batch = [job for job, _ in prepared[start : start + _BULK_CHUNK]]
-        rows = yield Query("insert_jobs", {"items": v.json_param([j.row(v) for j in batch])})
+        rows = yield db.InsertJobs(items=v.json_param([j.row(v) for j in batch]))
         # Ids follow the items' order; the rows hold what the database chose (id, times).
         ordered = sorted(rows, key=lambda r: r["id"])
         out.extend(job.inserted(v, row) for job, row in zip(batch, ordered, strict=True))
@@ -332,7 +333,7 @@ def dedupe(on_active: Any, cache_ttl: Any, on_failed: Any, on_completed: Any = "
 def _insert(v: Values, job: NewJob, policy: Dedupe, subscriber: str | None) -> Plan[Job]:
     found = yield from _insert_or_find(v, job, policy)
     if subscriber is not None and found.status in ACTIVE_STATUSES:
-        yield Query("add_subscriber", {"job_id": found.id, "subscriber": subscriber})
+        yield db.AddSubscriber(job_id=found.id, subscriber=subscriber)
     return found
 
 
@@ -341,11 +342,11 @@ def _insert_or_find(v: Values, job: NewJob, policy: Dedupe) -> Plan[Job]:
         inserted = yield from _insert_new(v, job)
         assert inserted is not None  # without a key, nothing conflicts
         return inserted
-    where = {"queue": job.queue, "key": job.key}
+    where: dict[str, Any] = {"queue": job.queue, "key": job.key}
     # The unique index decides races: a conflicting insert returns nothing and we look
     # again. The loop only repeats when the active job finished in between.
     for _ in range(_RACE_ROUNDS):
-        active = yield Query("active_by_key", where)
+        active = yield db.ActiveByKey(**where)
         if active:
             found = active[0]
             if lease_expired(v, found):
@@ -360,7 +361,7 @@ def _insert_or_find(v: Values, job: NewJob, policy: Dedupe) -> Plan[Job]:
                     job_id=found["id"],
                 )
             return v.decode_job(found, deduplicated=True)
-        latest = yield Query("latest_by_key", {**where, "task": None})
+        latest = yield db.LatestByKey(**where, task=None)
         if latest:
             reused = yield from _reuse(v, latest[0], policy)
             if reused is not None:
@@ -378,7 +379,7 @@ def _insert_new(v: Values, job: NewJob) -> Plan[Job | None]:
     params = job.params(v)
     doomed: tuple[int, str] | None = None
     if job.after:
-        rows = yield Query("mark_dependencies", {"ids": v.json_param(list(job.after))})
+        rows = yield db.MarkDependencies(ids=v.json_param(list(job.after)))
         states = {r["id"]: r["status"] for r in rows}
         for dep in job.after:
             if dep not in states:
@@ -389,19 +390,19 @@ def _insert_new(v: Values, job: NewJob) -> Plan[Job | None]:
         if not run_anyway:
             broken = [d for d in job.after if states[d] in (Status.FAILED, Status.CANCELLED)]
             doomed = (broken[0], states[broken[0]]) if broken else None
-    rows = yield Query("insert_job", params)
+    rows = yield db.InsertJob(**params)
     if not rows:
         return None
     row = rows[0]
     if job.after:
-        yield Query(
-            "insert_dependencies",
-            {"job_id": row["id"], "ids": v.json_param(list(job.after)),
-             "run_on_failure": job.on_dependency_failure == "run"},
-        )  # fmt: skip
+        yield db.InsertDependencies(
+            job_id=row["id"],
+            ids=v.json_param(list(job.after)),
+            run_on_failure=job.on_dependency_failure == "run",
+        )
     if doomed is not None:
         error = f"dependency job {doomed[0]} {doomed[1]}"
-        rows = yield Query("cancel_for_dependency", {"id": row["id"], "error": error})
+        rows = yield db.CancelForDependency(id=row["id"], error=error)
         yield Announce(finished=[row["id"]])
         return v.decode_job(rows[0])
     if params["waiting_for"] == 0:
@@ -421,7 +422,7 @@ def _reuse(v: Values, latest: Row, policy: Dedupe) -> Plan[Job | None]:
     if status == Status.FAILED and policy.on_failed == "return":
         return v.decode_job(latest, deduplicated=True)
     if status == Status.FAILED and policy.on_failed == "retry":
-        rows = yield Query("reopen_job", {"id": latest["id"]})
+        rows = yield db.ReopenJob(id=latest["id"])
         if rows:
             yield Announce(queues=[rows[0]["queue"]])
             return v.decode_job(rows[0], deduplicated=True)
@@ -438,7 +439,7 @@ def lease_expired(v: Values, row: Row) -> bool:
 
 def recover_one(jid: int) -> Plan[None]:
     """Recover one job whose lease expired (the statement's guard checks it again)."""
-    rows = yield Query("recover_expired", {"queues": None, "id": jid})
+    rows = yield db.RecoverExpired(queues=None, id=jid)
     yield Announce(
         queues={r["queue"] for r in rows if r["status"] == Status.PENDING},
         finished=[r["id"] for r in rows if r["status"] == Status.FAILED],

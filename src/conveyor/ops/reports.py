@@ -8,9 +8,10 @@ from collections.abc import Iterable, Sequence
 from typing import Any, NoReturn
 
 from conveyor import validation as check
+from conveyor.drivers import operations as db
 from conveyor.errors import InvalidArgument, InvalidTransition, JobNotFound, StaleClaim
 from conveyor.job import ErrorKind, Job, Status
-from conveyor.ops import Announce, Call, Once, Plan, Query, Values
+from conveyor.ops import Announce, Call, Once, Plan, Values
 from conveyor.ops.defaults import Defaults, claim_id, job_id
 from conveyor.retry import BackoffPolicy, seconds
 
@@ -19,7 +20,7 @@ def complete(d: Defaults, job: Any, claim: Any, result: Any) -> Call[Job]:
     item = _complete_item(d, job, claim, result)
 
     def build(v: Values) -> Plan[Job]:
-        rows = yield Query("complete_jobs", {"items": v.json_param([item])})
+        rows = yield db.CompleteJobs(items=v.json_param([item]))
         if not rows:
             yield from refuse(item["id"], item["claim_id"], "complete")
         yield Announce(finished=[item["id"]])
@@ -35,7 +36,7 @@ def complete_many(d: Defaults, items: Sequence[tuple[int, str, Any]]) -> Call[li
 
     def build(v: Values) -> Once[list[Job]]:
         return Once(
-            Query("complete_jobs", {"items": v.json_param(batch)}),
+            db.CompleteJobs(items=v.json_param(batch)),
             lambda rows: [v.decode_job(r) for r in rows],
             finished=tuple(i["id"] for i in batch),
         )
@@ -57,13 +58,13 @@ def fail(d: Defaults, job: Any, claim: Any, error: Any, *, retryable: Any, delay
     item = _fail_item(job, claim, error, retryable, delay)
 
     def build(v: Values) -> Plan[Job]:
-        rows = yield Query("get_job", {"id": item["id"]})
+        rows = yield db.GetJob(id=item["id"])
         row = rows[0] if rows else None
         if row is None or row["claim_id"] != item["claim_id"] or row["status"] != Status.RUNNING:
             yield from refuse(item["id"], item["claim_id"], "fail")
         assert row is not None
         ready = _with_delay(item, d.backoff, row["attempts"])
-        rows = yield Query("fail_jobs", {"items": v.json_param([ready])})
+        rows = yield db.FailJobs(items=v.json_param([ready]))
         if not rows:
             yield from refuse(item["id"], item["claim_id"], "fail")
         failed = v.decode_job(rows[0])
@@ -89,10 +90,10 @@ def _fail_all(v: Values, backoff: BackoffPolicy, batch: list[dict[str, Any]]) ->
     undecided = [i["id"] for i in batch if i["delay_s"] is None]
     attempts: dict[int, int] = {}
     if undecided:  # the backoff depends on the attempts made
-        rows = yield Query("jobs_by_id", {"ids": v.json_param(undecided)})
+        rows = yield db.JobsById(ids=v.json_param(undecided))
         attempts = {r["id"]: r["attempts"] for r in rows}
     ready = [_with_delay(i, backoff, attempts.get(i["id"], 1)) for i in batch]
-    rows = yield Query("fail_jobs", {"items": v.json_param(ready)})
+    rows = yield db.FailJobs(items=v.json_param(ready))
     jobs = [v.decode_job(r) for r in rows]
     yield from _announce_outcome(jobs)
     return jobs
@@ -103,7 +104,7 @@ def snooze(job: Any, claim: Any, delay: Any) -> Call[Job]:
     item = _snooze_item(job, claim, delay)
 
     def build(v: Values) -> Plan[Job]:
-        rows = yield Query("snooze_jobs", {"items": v.json_param([item])})
+        rows = yield db.SnoozeJobs(items=v.json_param([item]))
         if not rows:
             yield from refuse(item["id"], item["claim_id"], "snooze")
         yield Announce(queues=[rows[0]["queue"]])
@@ -138,14 +139,14 @@ def report(
     def build(v: Values) -> Plan[dict[int, Status]]:
         written: dict[int, Status] = {}
         if done:
-            rows = yield Query("complete_job_ids", {"items": v.json_param(done)})
+            rows = yield db.CompleteJobIds(items=v.json_param(done))
             written.update((r["id"], Status.COMPLETED) for r in rows)
             yield Announce(finished=[r["id"] for r in rows])
         if bad:
             jobs = yield from _fail_all(v, d.backoff, bad)
             written.update((j.id, j.status) for j in jobs)
         if later:
-            rows = yield Query("snooze_jobs", {"items": v.json_param(later)})
+            rows = yield db.SnoozeJobs(items=v.json_param(later))
             written.update((r["id"], Status.PENDING) for r in rows)
             yield Announce(queues={r["queue"] for r in rows})
         return written
@@ -185,8 +186,8 @@ def heartbeat(job: Any, claim: Any, *, extend: Any) -> Call[Job]:
     extend_s = _extend(extend)
 
     def build(v: Values) -> Plan[Job]:
-        params = {"items": v.json_param([item]), "extend_s": extend_s}
-        rows = yield Query("heartbeat_jobs", params)
+        params: dict[str, Any] = {"items": v.json_param([item]), "extend_s": extend_s}
+        rows = yield db.HeartbeatJobs(**params)
         if not rows:
             yield from refuse(item["id"], item["claim_id"], "heartbeat")
         return v.decode_job(rows[0])
@@ -201,8 +202,8 @@ def renew(items: Sequence[tuple[int, str]], *, extend: Any) -> Call[set[int]]:
     extend_s = _extend(extend)
 
     def build(v: Values) -> Plan[set[int]]:
-        params = {"items": v.json_param(batch), "extend_s": extend_s}
-        rows = yield Query("heartbeat_job_ids", params)
+        params: dict[str, Any] = {"items": v.json_param(batch), "extend_s": extend_s}
+        rows = yield db.HeartbeatJobIds(**params)
         return {r["id"] for r in rows}
 
     wire = {"items": [_wire(i) for i in batch], "extend": extend_s}
@@ -215,8 +216,8 @@ def heartbeat_many(items: Sequence[tuple[int, str]], *, extend: Any) -> Call[lis
     extend_s = _extend(extend)
 
     def build(v: Values) -> Plan[list[Job]]:
-        params = {"items": v.json_param(batch), "extend_s": extend_s}
-        rows = yield Query("heartbeat_jobs", params)
+        params: dict[str, Any] = {"items": v.json_param(batch), "extend_s": extend_s}
+        rows = yield db.HeartbeatJobs(**params)
         return [v.decode_job(r) for r in rows]
 
     wire = {"items": [_wire(i) for i in batch], "extend": extend_s}
@@ -257,7 +258,7 @@ def progress(
             "checkpoint": checkpoint, "detail": detail}  # fmt: skip
 
     def build(v: Values) -> Plan[Job]:
-        rows = yield Query("progress_job", params)
+        rows = yield db.ProgressJob(**params)
         if not rows:
             yield from refuse(params["id"], params["claim_id"], "report progress on")
         return v.decode_job(rows[0])
@@ -267,7 +268,7 @@ def progress(
 
 def refuse(job: int, claim: str, verb: str) -> Plan[NoReturn]:
     """A guarded write changed nothing: say why, precisely."""
-    rows = yield Query("get_job", {"id": job})
+    rows = yield db.GetJob(id=job)
     if not rows:
         raise JobNotFound(f"cannot {verb} job {job}: it does not exist")
     row = rows[0]

@@ -1,5 +1,5 @@
 """The PostgreSQL backend (psycopg 3 with a connection pool, SKIP LOCKED, LISTEN/NOTIFY)."""
 
-from conveyor.backends.postgres.backend import PostgresBackend
+from conveyor.drivers.postgres.driver import PostgresDriver
 
-__all__ = ["PostgresBackend"]
+__all__ = ["PostgresDriver"]

@@ -19,11 +19,11 @@ from psycopg.types.datetime import TimestamptzLoader
 from psycopg.types.json import JsonbLoader
 from psycopg_pool import PoolTimeout
 
-from conveyor.backends.sql import Migration, load_migrations, load_queries
-from conveyor.backends.values import Values
+from conveyor.drivers.sql import Migration, load_migrations, load_queries
+from conveyor.drivers.values import Values
 from conveyor.errors import ConfigurationError, DatabaseError, DuplicateJob, InvalidArgument
 
-PACKAGE = "conveyor.backends.postgres"
+PACKAGE = "conveyor.drivers.postgres"
 _PARAM = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 # A job's error history as it stands before one more entry: the latest 19 (of at most 20).

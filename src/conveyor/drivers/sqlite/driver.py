@@ -22,16 +22,17 @@ from datetime import datetime, timezone
 from functools import lru_cache
 from typing import Any
 
-from conveyor.backends.base import Backend, Session
-from conveyor.backends.sql import load_migrations, load_queries, split_statements
-from conveyor.backends.sqlite.watch import (
+from conveyor.drivers.base import Capabilities, Driver, Session
+from conveyor.drivers.operations import Operation
+from conveyor.drivers.sql import load_migrations, load_queries, split_statements
+from conveyor.drivers.sqlite.watch import (
     HOT_FOR,
     HOT_INTERVAL,
     POLL_INTERVAL,
     QUIET_CHECK,
     FileWatch,
 )
-from conveyor.backends.values import Row
+from conveyor.drivers.values import Row
 from conveyor.errors import (
     ConfigurationError,
     ConveyorError,
@@ -42,7 +43,7 @@ from conveyor.errors import (
 
 log = logging.getLogger("conveyor.sqlite")
 
-_PACKAGE = "conveyor.backends.sqlite"
+_PACKAGE = "conveyor.drivers.sqlite"
 # The database clock as seconds since the epoch, to the millisecond.
 _NOW = "((julianday('now') - 2440587.5) * 86400.0)"
 # A job's error history as it stands before one more entry: the latest 19 (of at most 20).
@@ -103,8 +104,12 @@ def _translation(exc: sqlite3.Error) -> ConveyorError:
     return DatabaseError(f"SQLite error: {exc}")
 
 
-class SQLiteBackend(Backend):
+class SQLiteDriver(Driver):
     dialect = "sqlite"
+    # No other process hears a commit: waiters learn of them from a watcher thread.
+    capabilities = Capabilities(
+        one_round_trip=True, listen_notify=False, skip_locked=False, returning=True
+    )
 
     def __init__(self, path: str, *, synchronous: str = "full", timeout: float = 30.0) -> None:
         super().__init__()
@@ -171,8 +176,7 @@ class SQLiteBackend(Backend):
 
     def write_once(
         self,
-        query: str,
-        params: Mapping[str, Any],
+        op: Operation[list[Row]],
         *,
         queues: Iterable[str] = (),
         finished: Iterable[int] = (),
@@ -183,7 +187,7 @@ class SQLiteBackend(Backend):
         # Written out rather than through a session: this is every enqueue's path.
         with self._lock:
             try:  # a closed connection fails here too, as ProgrammingError
-                cur = self._conn.execute(self._queries[query], params)
+                cur = self._conn.execute(self._queries[op.op], op.params())
                 found = cur.fetchall()
             except sqlite3.Error as exc:
                 raise _translation(exc) from None

@@ -15,15 +15,17 @@ from psycopg import sql
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from conveyor.backends.aio import AsyncBackend, AsyncSession
-from conveyor.backends.postgres.dialect import (
+from conveyor.drivers.aio import AsyncDriver, AsyncSession
+from conveyor.drivers.base import Capabilities
+from conveyor.drivers.operations import Operation
+from conveyor.drivers.postgres.dialect import (
     PostgresValues,
     in_own_block,
     notification,
     read_as_conveyor,
     translated,
 )
-from conveyor.backends.values import Row
+from conveyor.drivers.values import Row
 from conveyor.errors import DatabaseError, InvalidArgument
 
 log = logging.getLogger("conveyor.postgres")
@@ -62,8 +64,10 @@ class _AsyncPostgresSession(AsyncSession):
                 await self._cur.execute("SELECT pg_notify(%s, %s)", (channel, payload))
 
 
-class AsyncPostgresBackend(PostgresValues, AsyncBackend):
-    supports_listen_notify = True
+class AsyncPostgresDriver(PostgresValues, AsyncDriver):
+    capabilities = Capabilities(
+        one_round_trip=True, listen_notify=True, skip_locked=True, returning=True
+    )
 
     def __init__(
         self,
@@ -74,7 +78,7 @@ class AsyncPostgresBackend(PostgresValues, AsyncBackend):
         pool_max: int = 10,
         connect_timeout: float = 10.0,
     ) -> None:
-        AsyncBackend.__init__(self)
+        AsyncDriver.__init__(self)
         PostgresValues.__init__(self, conninfo, schema)
         self._connect_timeout = connect_timeout
         self._listener: asyncio.Task[None] | None = None
@@ -120,16 +124,16 @@ class AsyncPostgresBackend(PostgresValues, AsyncBackend):
 
     async def write_once(
         self,
-        query: str,
-        params: Mapping[str, Any],
+        op: Operation[list[Row]],
         *,
         queues: Iterable[str] = (),
         finished: Iterable[int] = (),
     ) -> list[Row]:
-        statement = self._queries[query]
+        statement = self._queries[op.op]
+        params = op.params()
         payload = notification(queues, finished)
         if payload is not None:
-            statement = self._announcing[query]
+            statement = self._announcing[op.op]
             params = {**params, "notify_channel": self.channel, "notify_payload": payload}
         with translated():
             async with self._pool.connection() as pooled:

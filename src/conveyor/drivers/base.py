@@ -1,29 +1,64 @@
-"""The seam between the queue and a database.
+"""The seam between the queue and a database: a *driver*.
 
-A backend offers sessions (a transaction on one connection) in which the queue runs
-*named statements*. Every backend ships the same statement names with the same
-parameters in its own ``queries.sql``, and the same numbered migrations, so the job
-logic in ``conveyor.queue`` is written once. A third backend is a new package holding a
-``Backend`` subclass, ``queries.sql`` and ``migrations/``.
+A driver offers sessions (a transaction on one connection) in which the queue runs
+*operations* (``conveyor.drivers.operations``): frozen dataclasses named for what they
+do to jobs. The job logic above (``conveyor.ops``, ``conveyor.machine``) is written once
+and never sees SQL. A SQL driver keeps one statement per operation in its
+``queries/*.sql`` under the operation's name, and may perform an operation with several
+statements (or Python between them) inside the same transaction instead: such
+operations are its session's ``handlers``. A new database is a new package holding a
+``Driver`` subclass, its ``queries/*.sql`` and ``migrations/``, built against the driver
+conformance suite (``tests/drivers/``).
 """
 
 from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import Any, ClassVar, TypeVar, cast
 
-from conveyor.backends.values import Row, Values
+from conveyor.drivers.operations import Operation
+from conveyor.drivers.values import Row, Values
+
+R = TypeVar("R")
+Handler = Callable[[Any, Any], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    """What a database offers that the layers above may lean on."""
+
+    one_round_trip: bool
+    """A single-statement operation commits in one round trip (``write_once``)."""
+    listen_notify: bool
+    """Other processes' commits wake waiters without polling."""
+    skip_locked: bool
+    """Concurrent claimers skip each other's rows instead of waiting on them."""
+    returning: bool
+    """``UPDATE … RETURNING``: a guarded write answers the rows it changed in one statement."""
 
 
 class Session(ABC):
-    """One transaction. Statements are named; parameters are a mapping."""
+    """One transaction, in which operations run. ``handlers`` maps an operation's name
+    to the dialect's way of performing it with several statements; the others run the
+    statement of the same name with the operation's fields as parameters."""
+
+    handlers: ClassVar[Mapping[str, Handler]] = {}
 
     def __init__(self) -> None:
         self.queues_touched: set[str] = set()
         self.jobs_finished: set[int] = set()
+
+    def run(self, op: Operation[R]) -> R:
+        handler = self.handlers.get(op.op)
+        if handler is not None:
+            return cast(R, handler(self, op))
+        if op.returns_rows:
+            return cast(R, self.all(op.op, op.params()))
+        return cast(R, self.execute(op.op, op.params()))
 
     @abstractmethod
     def all(self, query: str, params: Mapping[str, Any] | None = None) -> list[Row]: ...
@@ -43,10 +78,10 @@ class Session(ABC):
         self.jobs_finished.update(finished)
 
 
-class Backend(Values):
-    """A database reached from the calling thread (the async twin is ``AsyncBackend``)."""
+class Driver(Values):
+    """A database reached from the calling thread (the async twin is ``AsyncDriver``)."""
 
-    supports_listen_notify: ClassVar[bool] = False
+    capabilities: ClassVar[Capabilities]
 
     def __init__(self) -> None:
         self._changes = threading.Condition()
@@ -60,20 +95,19 @@ class Backend(Values):
 
     def write_once(
         self,
-        query: str,
-        params: Mapping[str, Any],
+        op: Operation[list[Row]],
         *,
         queues: Iterable[str] = (),
         finished: Iterable[int] = (),
     ) -> list[Row]:
-        """Run one statement as a transaction of its own; when it changed something,
+        """Run one operation as a transaction of its own; when it changed something,
         announce that jobs became claimable in ``queues`` or final (``finished``).
 
         The hot operations (enqueue, claim, complete) are a single statement, and a
-        backend may commit one with less ceremony than a session: SQLite without its
+        driver may commit one with less ceremony than a session: SQLite without its
         BEGIN and COMMIT statements, PostgreSQL in one round trip instead of four."""
         with self.session() as s:
-            rows = s.all(query, params)
+            rows = s.run(op)
             if rows:
                 s.notify(queues=queues, finished=finished)
         return rows
@@ -103,7 +137,7 @@ class Backend(Values):
     def hears_other_processes(self) -> bool:
         """Whether ``wait_for_change`` wakes for commits made by other processes (else
         only for this process's own, and waiters poll for the rest)."""
-        return self.supports_listen_notify
+        return self.capabilities.listen_notify
 
     def generation(self) -> int:
         """A counter that grows whenever this process learns of a change (a commit made

@@ -18,15 +18,16 @@ from psycopg import sql
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from conveyor.backends.base import Backend, Session
-from conveyor.backends.postgres.dialect import (
+from conveyor.drivers.base import Capabilities, Driver, Session
+from conveyor.drivers.operations import Operation
+from conveyor.drivers.postgres.dialect import (
     PostgresValues,
     in_own_block,
     notification,
     read_as_conveyor,
     translated,
 )
-from conveyor.backends.values import Row
+from conveyor.drivers.values import Row
 from conveyor.errors import DatabaseError, InvalidArgument
 
 log = logging.getLogger("conveyor.postgres")
@@ -62,8 +63,10 @@ class _PostgresSession(Session):
             self._cur.execute("SELECT pg_notify(%s, %s)", (channel, payload))
 
 
-class PostgresBackend(PostgresValues, Backend):
-    supports_listen_notify = True
+class PostgresDriver(PostgresValues, Driver):
+    capabilities = Capabilities(
+        one_round_trip=True, listen_notify=True, skip_locked=True, returning=True
+    )
 
     def __init__(
         self,
@@ -74,7 +77,7 @@ class PostgresBackend(PostgresValues, Backend):
         pool_max: int = 10,
         connect_timeout: float = 10.0,
     ) -> None:
-        Backend.__init__(self)
+        Driver.__init__(self)
         PostgresValues.__init__(self, conninfo, schema)
         self._listener: threading.Thread | None = None
         self._closing = threading.Event()
@@ -126,16 +129,16 @@ class PostgresBackend(PostgresValues, Backend):
 
     def write_once(
         self,
-        query: str,
-        params: Mapping[str, Any],
+        op: Operation[list[Row]],
         *,
         queues: Iterable[str] = (),
         finished: Iterable[int] = (),
     ) -> list[Row]:
-        statement = self._queries[query]
+        statement = self._queries[op.op]
+        params = op.params()
         payload = notification(queues, finished)
         if payload is not None:
-            statement = self._announcing[query]
+            statement = self._announcing[op.op]
             params = {**params, "notify_channel": self.channel, "notify_payload": payload}
         # Pool connections are in autocommit mode: the statement commits on its own, so
         # the connection is taken and given back without the transaction handling of

@@ -1,24 +1,40 @@
-"""The asynchronous seam between a queue and a database: the twin of ``Backend`` for
-``conveyor.aio.AsyncQueue``. Sessions run the same named statements; only waiting for
-the database is done with ``await``."""
+"""The asynchronous seam between a queue and a database: the twin of ``Driver`` for
+``conveyor.aio.AsyncQueue``. Sessions run the same operations, with the same
+statements and the same handlers (an async session awaits a handler's coroutine);
+only waiting for the database is done with ``await``."""
 
 from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager
-from typing import Any
+from typing import Any, ClassVar, TypeVar, cast
 
-from conveyor.backends.values import Row, Values
+from conveyor.drivers.base import Capabilities
+from conveyor.drivers.operations import Operation
+from conveyor.drivers.values import Row, Values
+
+R = TypeVar("R")
+AsyncHandler = Callable[[Any, Any], Awaitable[Any]]
 
 
 class AsyncSession(ABC):
-    """One transaction. Statements are named; parameters are a mapping."""
+    """One transaction, in which operations run (see ``Session``)."""
+
+    handlers: ClassVar[Mapping[str, AsyncHandler]] = {}
 
     def __init__(self) -> None:
         self.queues_touched: set[str] = set()
         self.jobs_finished: set[int] = set()
+
+    async def run(self, op: Operation[R]) -> R:
+        handler = self.handlers.get(op.op)
+        if handler is not None:
+            return cast(R, await handler(self, op))
+        if op.returns_rows:
+            return cast(R, await self.all(op.op, op.params()))
+        return cast(R, await self.execute(op.op, op.params()))
 
     @abstractmethod
     async def all(self, query: str, params: Mapping[str, Any] | None = None) -> list[Row]: ...
@@ -32,11 +48,11 @@ class AsyncSession(ABC):
         self.jobs_finished.update(finished)
 
 
-class AsyncBackend(Values):
+class AsyncDriver(Values):
     """A database reached without blocking the event loop. The change counter and its
     waiters live on the loop the backend was opened on."""
 
-    supports_listen_notify = False
+    capabilities: ClassVar[Capabilities]
 
     def __init__(self) -> None:
         self._generation = 0
@@ -49,14 +65,13 @@ class AsyncBackend(Values):
 
     async def write_once(
         self,
-        query: str,
-        params: Mapping[str, Any],
+        op: Operation[list[Row]],
         *,
         queues: Iterable[str] = (),
         finished: Iterable[int] = (),
     ) -> list[Row]:
         async with self.session() as s:
-            rows = await s.all(query, params)
+            rows = await s.run(op)
             if rows:
                 s.notify(queues=queues, finished=finished)
         return rows
