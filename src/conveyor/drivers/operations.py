@@ -235,14 +235,24 @@ class ResetClaims(RowsOp):
 
 
 @dataclass(frozen=True, slots=True)
-class RecoverExpired(RowsOp):
-    """Running jobs whose lease ran out: their worker died or hung. Back to pending while
-    attempts remain, otherwise failed for good. The checkpoint is kept for resume; the
-    attempt's error joins the job's history."""
+class ExpiredLeases(RowsOp):
+    """Running jobs whose lease ran out (of ``queues``, or job ``id``, when given),
+    oldest lease first: their id, queue, claim_id, worker, attempts, max_attempts."""
 
-    op: ClassVar[str] = "recover_expired"
+    op: ClassVar[str] = "expired_leases"
     queues: str | None
     id: int | None
+    limit: int
+
+
+@dataclass(frozen=True, slots=True)
+class EndLeases(RowsOp):
+    """End expired leases as decided: ``items`` is JSON of {"id", "claim_id", "again",
+    "error", "cause"}; back to pending when "again", else failed. Guarded: the same
+    claim, still running, the lease still expired. Answers id, queue, status."""
+
+    op: ClassVar[str] = "end_leases"
+    items: str
 
 
 # -- reports -------------------------------------------------------------------
@@ -266,8 +276,10 @@ class CompleteJobIds(RowsOp):
 
 @dataclass(frozen=True, slots=True)
 class FailJobs(RowsOp):
-    """:items is a JSON array of {"id", "claim_id", "error", "error_kind", "retry", "delay_s"}.
-    A retryable failure with attempts left goes back to pending after the delay."""
+    """Failures as decided: ``items`` is JSON of {"id", "claim_id", "attempts", "again",
+    "error", "error_kind", "delay_s"}; back to pending after the delay when "again",
+    else failed for good. Guarded by the claim and the attempts the decision was made
+    on."""
 
     op: ClassVar[str] = "fail_jobs"
     items: str
@@ -687,14 +699,21 @@ class MarkNotified(CountOp):
 
 
 @dataclass(frozen=True, slots=True)
+class DeliveryAttempts(RowsOp):
+    """How many deliveries to these subscribers failed so far: ``items`` is JSON of
+    {"job_id", "subscriber"}; answers job_id, subscriber, attempts."""
+
+    op: ClassVar[str] = "delivery_attempts"
+    items: str
+
+
+@dataclass(frozen=True, slots=True)
 class RetryNotifications(CountOp):
-    """Deliveries that failed: offered again after a back-off that doubles per attempt
-    (:base_s, capped at :cap_s); after :max_attempts they count as told, the error kept."""
+    """Deliveries that failed, as decided: ``items`` is JSON of {"job_id", "subscriber",
+    "attempts", "delay_s", "give_up"}; offered again after the delay, or counted as
+    told, ``error`` kept. Guarded by the attempts the decision was made on."""
 
     op: ClassVar[str] = "retry_notifications"
-    base_s: float
-    cap_s: float
-    max_attempts: int
     error: str
     items: str
 

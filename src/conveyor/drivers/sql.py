@@ -4,9 +4,12 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib import resources
+from typing import Any
+
+from conveyor.machine import sql_macros
 
 _NAME = re.compile(r"^--\s*name:\s*(\w+)\s*$", re.MULTILINE)
 _MIGRATION = re.compile(r"^(\d{4})_(\w+)\.sql$")
@@ -23,21 +26,70 @@ def _read(package: str, name: str) -> str:
     return resources.files(package).joinpath(name).read_text(encoding="utf-8")
 
 
-def load_queries(package: str, macros: dict[str, str]) -> dict[str, str]:
-    """``{name: statement}`` from the package's ``queries/*.sql`` files, with
-    ``{macro}`` expanded. A name may be defined once only."""
+Line = tuple[str, str | None]  # a line of SQL, and the parameter it needs (if any)
+
+
+class Statements(dict[str, str]):
+    """Statements by name. A statement may hold *optional lines*, each marked
+    ``-- if :param``: a line is kept only when that parameter is not ``None``, so a read
+    with optional filters becomes, per combination of filters given, a statement that
+    names only those (an index serves each; ``:x IS NULL OR col = :x`` defeats them).
+    ``text(name, params)`` gives the statement for a call."""
+
+    def __init__(self, fixed: dict[str, str], optional: dict[str, list[Line]]) -> None:
+        super().__init__(fixed)
+        self._optional = optional
+        self._made: dict[tuple[str, tuple[bool, ...]], str] = {}
+
+    def text(self, name: str, params: Mapping[str, Any] | None) -> str:
+        lines = self._optional.get(name)
+        if lines is None:
+            return self[name]
+        given = params or {}
+        key = (name, tuple(p is None or given.get(p) is not None for _, p in lines))
+        made = self._made.get(key)
+        if made is None:
+            kept = [ln for (ln, _), keep in zip(lines, key[1], strict=True) if keep]
+            made = self._made[key] = "\n".join(kept).rstrip().rstrip(";")
+        return made
+
+    def map(self, change: Callable[[str], str]) -> Statements:
+        """The same statements, each line passed through ``change`` (a dialect's
+        placeholder style, say)."""
+        return Statements(
+            {name: change(sql) for name, sql in self.items()},
+            {name: [(change(ln), p) for ln, p in lines] for name, lines in self._optional.items()},
+        )
+
+
+_OPTIONAL = re.compile(r"^(.*?)\s*--\s*if\s+:(\w+)\s*$")
+
+
+def load_queries(package: str, macros: dict[str, str]) -> Statements:
+    """The statements of the package's ``queries/*.sql`` files, with ``{macro}``
+    expanded: the dialect's own, and the state machine's ``{from_<transition>}`` guards.
+    A name may be defined once only."""
+    macros = {**sql_macros(), **macros}
     folder = resources.files(package).joinpath("queries")
-    queries: dict[str, str] = {}
+    fixed: dict[str, str] = {}
+    optional: dict[str, list[Line]] = {}
     for entry in sorted(folder.iterdir(), key=lambda e: e.name):
         if not entry.name.endswith(".sql"):
             continue
         parts = _NAME.split(entry.read_text(encoding="utf-8"))
         for name, body in zip(parts[1::2], parts[2::2], strict=True):
-            if name in queries:
+            if name in fixed:
                 raise RuntimeError(f"{package}: statement {name!r} is defined twice")
             lines = [ln for ln in body.strip().splitlines() if not ln.lstrip().startswith("--")]
-            queries[name] = expand("\n".join(lines).rstrip().rstrip(";"), macros)
-    return queries
+            text = expand("\n".join(lines).rstrip().rstrip(";"), macros)
+            fixed[name] = text
+            marked = [_OPTIONAL.match(ln) for ln in text.splitlines()]
+            if any(marked):
+                optional[name] = [
+                    (m.group(1), m.group(2)) if m else (ln, None)
+                    for ln, m in zip(text.splitlines(), marked, strict=True)
+                ]
+    return Statements(fixed, optional)
 
 
 def load_migrations(package: str, macros: dict[str, str]) -> list[Migration]:

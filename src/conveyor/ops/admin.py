@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, NoReturn
 
+from conveyor import machine
 from conveyor import validation as check
 from conveyor.drivers import operations as db
 from conveyor.errors import DuplicateJob, InvalidArgument, InvalidTransition, JobNotFound
@@ -32,7 +33,7 @@ def retry(job: Any, *, reset_attempts: Any = True) -> Call[Job]:
             ) from None
         if not rows:
             if reset_attempts:
-                yield from refuse_status(jid, "retry", "completed, failed or cancelled")
+                yield from refuse_status(jid, "retry")
             yield from refuse_spent(jid)
         yield Announce(queues=[rows[0]["queue"]])
         return v.decode_job(rows[0])
@@ -45,10 +46,8 @@ def refuse_spent(job: int) -> Plan[NoReturn]:
     if not rows:
         raise JobNotFound(f"cannot retry job {job}: it does not exist")
     row = rows[0]
-    if row["status"] not in ("failed", "cancelled"):
-        raise InvalidTransition(
-            f"cannot retry job {job}: expected status failed or cancelled, found {row['status']}"
-        )
+    if row["status"] not in machine.transition("retry_within_attempts").sources:
+        raise InvalidTransition(machine.refusal(job, "retry_within_attempts", row["status"]))
     raise InvalidTransition(
         f"cannot retry job {job}: its attempts are spent "
         f"({row['attempts']} of {row['max_attempts']})"
@@ -62,7 +61,7 @@ def cancel(job: Any) -> Call[Job]:
     def build(v: Values) -> Plan[Job]:
         rows = yield db.CancelJob(id=jid)
         if not rows:
-            yield from refuse_status(jid, "cancel", "pending or running")
+            yield from refuse_status(jid, "cancel")
         yield Announce(finished=[jid])
         return v.decode_job(rows[0])
 
@@ -76,7 +75,8 @@ def complete_by_key(
     ``include_failed`` the failed ones too (reconciliation)."""
     if not isinstance(include_failed, bool):
         raise InvalidArgument(f"include_failed: expected true or false, got {include_failed!r}")
-    statuses = ["pending", "running", *(["failed"] if include_failed else [])]
+    transitions = ("complete_by_key", "complete_failed_by_key")
+    statuses = [str(s) for s in machine.sources(*transitions[: 2 if include_failed else 1])]
     params: dict[str, Any] = {
         "key": check.name(key, "key", max_length=check.MAX_KEY_LENGTH),
         "queue": check.name(queue, "queue"),
@@ -112,10 +112,10 @@ def prune(*, older_than: Any, statuses: Iterable[str]) -> Call[int]:
     return Call("prune", {"older_than": older_than_s, "statuses": names}, build)
 
 
-def refuse_status(job: int, verb: str, expected: str) -> Plan[NoReturn]:
+def refuse_status(job: int, transition: str) -> Plan[NoReturn]:
+    """A guarded write of ``transition`` changed nothing: say why, in the table's words."""
     rows = yield db.GetJob(id=job)
     if not rows:
-        raise JobNotFound(f"cannot {verb} job {job}: it does not exist")
-    raise InvalidTransition(
-        f"cannot {verb} job {job}: expected status {expected}, found {rows[0]['status']}"
-    )
+        t = machine.transition(transition)
+        raise JobNotFound(f"cannot {t.verb or t.name} job {job}: it does not exist")
+    raise InvalidTransition(machine.refusal(job, transition, rows[0]["status"]))

@@ -7,11 +7,12 @@ from typing import Any
 
 from conveyor import validation as check
 from conveyor.drivers import operations as db
-from conveyor.job import Claim, Job, Status
+from conveyor.job import Claim, Job
 from conveyor.ops import Announce, Call, Once, Plan, Row, Values
 from conveyor.ops.admin import refuse_status
 from conveyor.ops.defaults import MAX_CLAIM, Defaults, claim_id, job_id, queue_names
 from conveyor.ops.flow import claim_controlled
+from conveyor.ops.leases import recover_leases
 from conveyor.retry import seconds
 
 # Claims that count what remains fold the count deltas once this many pile up.
@@ -96,7 +97,7 @@ def claim_job(d: Defaults, job: Any, *, lease: Any, worker: Any) -> Call[Claim]:
         new_claim = uuid.uuid4().hex
         rows = yield db.ClaimJob(id=jid, lease_s=lease_s, claim_id=new_claim, worker=who)
         if not rows:
-            yield from refuse_status(jid, "claim", "pending, with its dependencies met")
+            yield from refuse_status(jid, "claim_job")
         found = v.decode_job(rows[0])
         return Claim(id=new_claim, queue=found.queue, jobs=[found])
 
@@ -136,7 +137,7 @@ def release_job(job: Any) -> Call[Job]:
     def build(v: Values) -> Plan[Job]:
         rows = yield db.ReleaseJob(id=jid)
         if not rows:
-            yield from refuse_status(jid, "release", "running")
+            yield from refuse_status(jid, "release_job")
         yield Announce(queues=[rows[0]["queue"]])
         return v.decode_job(rows[0])
 
@@ -164,13 +165,8 @@ def recover(*, queue: Any = None) -> Call[int]:
     queues = queue_names(queue)
 
     def build(v: Values) -> Plan[int]:
-        params: dict[str, Any] = {"queues": _json_or_none(v, queues), "id": None}
-        rows = yield db.RecoverExpired(**params)
-        yield Announce(
-            queues={r["queue"] for r in rows if r["status"] == Status.PENDING},
-            finished=[r["id"] for r in rows if r["status"] == Status.FAILED],
-        )
-        return len(rows)
+        recovered = yield from recover_leases(v, queues=_json_or_none(v, queues))
+        return recovered
 
     return Call("recover", {"queue": queues}, build)
 

@@ -14,6 +14,7 @@ from conveyor.errors import DuplicateJob, InvalidArgument
 from conveyor.job import ACTIVE_STATUSES, FINAL_STATUSES, Job, Status
 from conveyor.ops import Announce, Call, LazyArgs, Once, Plan, Row, Values
 from conveyor.ops.defaults import Defaults, Duration, job_id
+from conveyor.ops.leases import recover_leases
 from conveyor.retry import seconds
 
 OnActive = Literal["return", "raise"]
@@ -352,7 +353,7 @@ def _insert_or_find(v: Values, job: NewJob, policy: Dedupe) -> Plan[Job]:
             if lease_expired(v, found):
                 # Its worker is gone: recover the job now rather than let it hold the key
                 # until a rescuer passes; then look again.
-                yield from recover_one(found["id"])
+                yield from recover_one(v, found["id"])
                 continue
             if policy.on_active == "raise":
                 raise DuplicateJob(
@@ -437,13 +438,9 @@ def lease_expired(v: Values, row: Row) -> bool:
     return lease is not None and now is not None and lease < now
 
 
-def recover_one(jid: int) -> Plan[None]:
-    """Recover one job whose lease expired (the statement's guard checks it again)."""
-    rows = yield db.RecoverExpired(queues=None, id=jid)
-    yield Announce(
-        queues={r["queue"] for r in rows if r["status"] == Status.PENDING},
-        finished=[r["id"] for r in rows if r["status"] == Status.FAILED],
-    )
+def recover_one(v: Values, jid: int) -> Plan[None]:
+    """Recover one job whose lease expired (the write's guard checks it again)."""
+    yield from recover_leases(v, job=jid)
 
 
 __all__ = [

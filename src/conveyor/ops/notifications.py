@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from conveyor import machine
 from conveyor import validation as check
 from conveyor.drivers import operations as db
 from conveyor.job import Job
@@ -75,7 +76,28 @@ def retry_notifications(
     def build(v: Values) -> Plan[int]:
         if not batch:
             return 0
-        changed: int = yield db.RetryNotifications(**params, items=v.json_param(batch))
+        rows = yield db.DeliveryAttempts(items=v.json_param(batch))
+        decided = []
+        for row in rows:
+            attempts = int(row["attempts"])
+            then = machine.after_failed_delivery(
+                attempts=attempts,
+                base_s=params["base_s"],
+                cap_s=params["cap_s"],
+                max_attempts=params["max_attempts"],
+            )
+            decided.append({
+                "job_id": row["job_id"],
+                "subscriber": row["subscriber"],
+                "attempts": attempts,
+                "delay_s": then.delay_s,
+                "give_up": then.give_up,
+            })  # fmt: skip
+        if not decided:
+            return 0
+        changed: int = yield db.RetryNotifications(
+            error=params["error"], items=v.json_param(decided)
+        )
         return changed
 
     return Call("retry_notifications", {**params, "items": batch}, build)

@@ -64,7 +64,7 @@ def _fresh(v: Values, rows: list[Row], again: db.RowsOp) -> Plan[Row | None]:
     if not rows or not lease_expired(v, rows[0]):
         return rows[0] if rows else None
     yield Upgrade()
-    yield from recover_one(rows[0]["id"])
+    yield from recover_one(v, rows[0]["id"])
     rows = yield again
     return rows[0] if rows else None
 

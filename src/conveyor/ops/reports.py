@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, NoReturn
 
+from conveyor import machine
 from conveyor import validation as check
 from conveyor.drivers import operations as db
 from conveyor.errors import InvalidArgument, InvalidTransition, JobNotFound, StaleClaim
@@ -58,18 +59,10 @@ def fail(d: Defaults, job: Any, claim: Any, error: Any, *, retryable: Any, delay
     item = _fail_item(job, claim, error, retryable, delay)
 
     def build(v: Values) -> Plan[Job]:
-        rows = yield db.GetJob(id=item["id"])
-        row = rows[0] if rows else None
-        if row is None or row["claim_id"] != item["claim_id"] or row["status"] != Status.RUNNING:
+        failed = yield from _fail_all(v, d.backoff, [item])
+        if not failed:
             yield from refuse(item["id"], item["claim_id"], "fail")
-        assert row is not None
-        ready = _with_delay(item, d.backoff, row["attempts"])
-        rows = yield db.FailJobs(items=v.json_param([ready]))
-        if not rows:
-            yield from refuse(item["id"], item["claim_id"], "fail")
-        failed = v.decode_job(rows[0])
-        yield from _announce_outcome([failed])
-        return failed
+        return failed[0]
 
     return Call("fail", _fail_wire(item), build)
 
@@ -87,14 +80,33 @@ def fail_many(d: Defaults, items: Sequence[tuple[int, str, str, bool, Any]]) -> 
 
 
 def _fail_all(v: Values, backoff: BackoffPolicy, batch: list[dict[str, Any]]) -> Plan[list[Job]]:
-    undecided = [i["id"] for i in batch if i["delay_s"] is None]
-    attempts: dict[int, int] = {}
-    if undecided:  # the backoff depends on the attempts made
-        rows = yield db.JobsById(ids=v.json_param(undecided))
-        attempts = {r["id"]: r["attempts"] for r in rows}
-    ready = [_with_delay(i, backoff, attempts.get(i["id"], 1)) for i in batch]
-    rows = yield db.FailJobs(items=v.json_param(ready))
-    jobs = [v.decode_job(r) for r in rows]
+    """Each failure's ending decided by the state machine from the attempts made (read
+    first), then written under a guard that those attempts still hold."""
+    rows = yield db.JobsById(ids=v.json_param([i["id"] for i in batch]))
+    current = {r["id"]: r for r in rows}
+    ready = []
+    for item in batch:
+        row = current.get(item["id"])
+        if row is None or row["claim_id"] != item["claim_id"]:
+            continue  # refused: gone, or held under another claim
+        attempts = int(row["attempts"])
+        ending = machine.after_failure(
+            retryable=item["retry"], attempts=attempts, max_attempts=int(row["max_attempts"])
+        )
+        delay = item["delay_s"]
+        ready.append({
+            "id": item["id"],
+            "claim_id": item["claim_id"],
+            "attempts": attempts,
+            "again": ending.target == Status.PENDING,
+            "error": item["error"],
+            "error_kind": item["error_kind"],
+            "delay_s": backoff.delay(attempts) if delay is None else delay,
+        })  # fmt: skip
+    if not ready:
+        return []
+    written = yield db.FailJobs(items=v.json_param(ready))
+    jobs = [v.decode_job(r) for r in written]
     yield from _announce_outcome(jobs)
     return jobs
 
@@ -166,12 +178,6 @@ def _fail_item(job: Any, claim: Any, error: Any, retryable: Any, delay: Any) -> 
         "retry": retryable,
         "delay_s": None if delay is None else seconds(delay, "delay"),
     }
-
-
-def _with_delay(item: dict[str, Any], backoff: BackoffPolicy, attempts: int) -> dict[str, Any]:
-    if item["delay_s"] is not None:
-        return item
-    return {**item, "delay_s": backoff.delay(attempts)}
 
 
 def _announce_outcome(jobs: Iterable[Job]) -> Plan[None]:
@@ -279,9 +285,7 @@ def refuse(job: int, claim: str, verb: str) -> Plan[NoReturn]:
             f"cannot {verb} job {job}: the claim given no longer holds it "
             f"(the job is {row['status']}{holder})"
         )
-    raise InvalidTransition(
-        f"cannot {verb} job {job}: expected status running, found {row['status']}"
-    )
+    raise InvalidTransition(machine.refusal(job, "heartbeat", row["status"], verb=verb))
 
 
 def _wire(item: dict[str, Any], **extra: Any) -> dict[str, Any]:

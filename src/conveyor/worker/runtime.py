@@ -202,6 +202,7 @@ class Worker:
             scheduler = Scheduler(q, self.app.schedules.values())
             self._maintainer.add(scheduler, scheduler.interval)
         self._dispatcher: Dispatcher | None = None
+        self._told_seen = 0
         if self.app.notifier is not None:
             self._dispatcher = Dispatcher(q, self.app.notifier)
             self._maintainer.add(self._dispatcher, 1.0)
@@ -409,10 +410,14 @@ class Worker:
         if self._dispatcher is None:
             return False
         try:
-            return self._dispatcher.run_once() > 0
+            self._dispatcher.run_once()
         except DatabaseError as exc:
             log.warning("cannot announce finished jobs: %s", one_line(exc))
             return False
+        # Passes of the maintenance thread count too: one may have told (and enqueued a
+        # delivery) just before ours found nothing left to tell.
+        seen, self._told_seen = self._told_seen, self._dispatcher.told_total
+        return self._told_seen > seen
 
     def _db_error(self, exc: DatabaseError) -> None:
         self.stats.add(db_errors=1)

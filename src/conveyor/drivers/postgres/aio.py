@@ -25,6 +25,7 @@ from conveyor.drivers.postgres.dialect import (
     read_as_conveyor,
     translated,
 )
+from conveyor.drivers.sql import Statements
 from conveyor.drivers.values import Row
 from conveyor.errors import DatabaseError, InvalidArgument
 
@@ -35,7 +36,7 @@ class _AsyncPostgresSession(AsyncSession):
     def __init__(
         self,
         conn: psycopg.AsyncConnection[Any],
-        queries: Mapping[str, str],
+        queries: Statements,
         *,
         caller: bool = False,
     ) -> None:
@@ -48,13 +49,13 @@ class _AsyncPostgresSession(AsyncSession):
 
     async def all(self, query: str, params: Mapping[str, Any] | None = None) -> list[Row]:
         with translated():
-            await self._cur.execute(self._queries[query], params or {})
+            await self._cur.execute(self._queries.text(query, params), params or {})
             rows: list[Row] = list(await self._cur.fetchall()) if self._cur.description else []
             return rows
 
     async def execute(self, query: str, params: Mapping[str, Any] | None = None) -> int:
         with translated():
-            await self._cur.execute(self._queries[query], params or {})
+            await self._cur.execute(self._queries.text(query, params), params or {})
             return self._cur.rowcount
 
     async def send_notification(self, channel: str) -> None:

@@ -62,7 +62,7 @@ class PostgresValues(Values):
         self.schema = schema
         self._conninfo = conninfo
         macros = {"schema": sql.Identifier(schema).as_string(None), "errors_kept": _ERRORS_KEPT}
-        self._queries = {k: _to_psycopg(v) for k, v in load_queries(PACKAGE, macros).items()}
+        self._queries = load_queries(PACKAGE, macros).map(_to_psycopg)
         # Each statement with its NOTIFY, made once: the same string object every call
         # keeps psycopg's query and prepared-statement caches from hashing it anew.
         self._announcing = {k: ANNOUNCING.format(statement=v) for k, v in self._queries.items()}

@@ -27,6 +27,7 @@ from conveyor.drivers.postgres.dialect import (
     read_as_conveyor,
     translated,
 )
+from conveyor.drivers.sql import Statements
 from conveyor.drivers.values import Row
 from conveyor.errors import DatabaseError, InvalidArgument
 
@@ -35,7 +36,7 @@ log = logging.getLogger("conveyor.postgres")
 
 class _PostgresSession(Session):
     def __init__(
-        self, conn: psycopg.Connection[Any], queries: Mapping[str, str], *, caller: bool = False
+        self, conn: psycopg.Connection[Any], queries: Statements, *, caller: bool = False
     ) -> None:
         super().__init__()
         # A plain cursor, whatever cursor class the connection's owner chose.
@@ -46,13 +47,13 @@ class _PostgresSession(Session):
 
     def all(self, query: str, params: Mapping[str, Any] | None = None) -> list[Row]:
         with translated():
-            self._cur.execute(self._queries[query], params or {})
+            self._cur.execute(self._queries.text(query, params), params or {})
             rows: list[Row] = list(self._cur.fetchall()) if self._cur.description else []
             return rows
 
     def execute(self, query: str, params: Mapping[str, Any] | None = None) -> int:
         with translated():
-            self._cur.execute(self._queries[query], params or {})
+            self._cur.execute(self._queries.text(query, params), params or {})
             return self._cur.rowcount
 
     def send_notification(self, channel: str) -> None:

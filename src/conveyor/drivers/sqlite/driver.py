@@ -24,7 +24,7 @@ from typing import Any
 
 from conveyor.drivers.base import Capabilities, Driver, Session
 from conveyor.drivers.operations import Operation
-from conveyor.drivers.sql import load_migrations, load_queries, split_statements
+from conveyor.drivers.sql import Statements, load_migrations, load_queries, split_statements
 from conveyor.drivers.sqlite.watch import (
     HOT_FOR,
     HOT_INTERVAL,
@@ -63,7 +63,7 @@ def _epoch_to_utc(value: float) -> datetime:
 
 
 class _SQLiteSession(Session):
-    def __init__(self, cursor: sqlite3.Cursor, queries: Mapping[str, str]) -> None:
+    def __init__(self, cursor: sqlite3.Cursor, queries: Statements) -> None:
         super().__init__()
         # Plain tuples, made into dicts below: sqlite3.Row finds a column by a linear,
         # case-insensitive scan of the names, which dominated decoding a claimed batch.
@@ -73,7 +73,7 @@ class _SQLiteSession(Session):
 
     def all(self, query: str, params: Mapping[str, Any] | None = None) -> list[Row]:
         with _translated():
-            cur = self._cur.execute(self._queries[query], params or {})
+            cur = self._cur.execute(self._queries.text(query, params), params or {})
             rows = cur.fetchall()
         if not rows:
             return []
@@ -82,7 +82,7 @@ class _SQLiteSession(Session):
 
     def execute(self, query: str, params: Mapping[str, Any] | None = None) -> int:
         with _translated():
-            return self._cur.execute(self._queries[query], params or {}).rowcount
+            return self._cur.execute(self._queries.text(query, params), params or {}).rowcount
 
 
 @contextmanager

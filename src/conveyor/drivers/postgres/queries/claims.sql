@@ -15,7 +15,7 @@ SET status = 'running',
     lease_expires_at = now() + make_interval(secs => :lease_s),
     updated_at = now()
 FROM (SELECT id FROM {schema}.conveyor_jobs
-      WHERE queue = :queue AND status = 'pending' AND waiting_for = 0 AND run_at <= now()
+      WHERE queue = :queue AND status IN {from_claim} AND waiting_for = 0 AND run_at <= now()
         AND NOT EXISTS (SELECT 1 FROM {schema}.conveyor_queues AS c
                         WHERE c.queue = :queue AND c.controlled)
       ORDER BY priority, id
@@ -41,7 +41,7 @@ SET status = 'running',
     lease_expires_at = now() + make_interval(secs => :lease_s),
     updated_at = now()
 WHERE id = ANY (ARRAY(SELECT jsonb_array_elements_text(:ids::jsonb)::bigint))
-  AND CASE WHEN status = 'pending' AND waiting_for = 0 THEN true ELSE false END
+  AND CASE WHEN status IN {from_claim} AND waiting_for = 0 THEN true ELSE false END
 RETURNING *;
 
 -- name: claim_job
@@ -57,7 +57,7 @@ SET status = 'running',
     lease_seconds = :lease_s,
     lease_expires_at = now() + make_interval(secs => :lease_s),
     updated_at = now()
-WHERE id = :id AND status = 'pending' AND waiting_for = 0
+WHERE id = :id AND status IN {from_claim_job} AND waiting_for = 0
 RETURNING *;
 
 -- name: count_claimable
@@ -84,14 +84,14 @@ SELECT (SELECT count(*) FROM {schema}.conveyor_count_deltas) AS deltas, CASE
 UPDATE {schema}.conveyor_jobs
 SET status = 'completed', error = NULL, error_kind = NULL, finished_at = now(),
     lease_expires_at = NULL, updated_at = now()
-WHERE claim_id = :claim_id AND status = 'running'
+WHERE claim_id = :claim_id AND status IN {from_ack}
 RETURNING id, queue;
 
 -- name: release_claim
 UPDATE {schema}.conveyor_jobs
 SET status = 'pending', claim_id = NULL, claimed_at = NULL, worker = NULL,
     heartbeat_at = NULL, lease_expires_at = NULL, updated_at = now()
-WHERE claim_id = :claim_id AND status = 'running'
+WHERE claim_id = :claim_id AND status IN {from_release}
   AND (:queues::jsonb IS NULL OR queue IN (SELECT jsonb_array_elements_text(:queues::jsonb)))
 RETURNING id, queue;
 
@@ -99,35 +99,45 @@ RETURNING id, queue;
 UPDATE {schema}.conveyor_jobs
 SET status = 'pending', claim_id = NULL, claimed_at = NULL, worker = NULL,
     heartbeat_at = NULL, lease_expires_at = NULL, updated_at = now()
-WHERE id = :id AND status = 'running'
+WHERE id = :id AND status IN {from_release_job}
 RETURNING *;
 
 -- name: reset_claims
 UPDATE {schema}.conveyor_jobs
 SET status = 'pending', claim_id = NULL, claimed_at = NULL, worker = NULL,
     heartbeat_at = NULL, lease_expires_at = NULL, updated_at = now()
-WHERE status = 'running' AND claimed_at <= now() - make_interval(secs => :older_than_s)
+WHERE status IN {from_reset_claims} AND claimed_at <= now() - make_interval(secs => :older_than_s)
   AND (:queues::jsonb IS NULL OR queue IN (SELECT jsonb_array_elements_text(:queues::jsonb)))
 RETURNING id, queue;
 
--- name: recover_expired
--- Running jobs whose lease ran out: their worker died or hung. Back to pending while
--- attempts remain, otherwise failed for good. The checkpoint is kept for resume; the
--- attempt's error joins the job's history.
-UPDATE {schema}.conveyor_jobs
-SET status = CASE WHEN attempts < max_attempts THEN 'pending' ELSE 'failed' END,
-    finished_at = CASE WHEN attempts < max_attempts THEN NULL ELSE now() END,
-    error = 'lease expired: worker ' || coalesce(worker, '?') || ' stopped renewing its claim'
-            || ' (attempt ' || attempts || ' of ' || max_attempts || ')',
+-- name: expired_leases
+-- Running jobs whose lease ran out: their worker died or hung. What ends them is
+-- decided above (conveyor.machine), then written by end_leases.
+SELECT id, queue, claim_id, worker, attempts, max_attempts
+FROM {schema}.conveyor_jobs
+WHERE status IN {from_recover_retry} AND lease_expires_at < now()
+  AND (:queues::jsonb IS NULL OR queue IN (SELECT jsonb_array_elements_text(:queues::jsonb)))
+  AND (:id::bigint IS NULL OR id = :id)
+ORDER BY lease_expires_at
+LIMIT :limit;
+
+-- name: end_leases
+-- :items is a JSON array of {"id", "claim_id", "again", "error", "cause"}: back to
+-- pending when "again", else failed for good. Guarded: the same claim, still expired.
+-- The checkpoint is kept for resume; the attempt's error joins the job's history.
+UPDATE {schema}.conveyor_jobs AS j
+SET status = CASE WHEN item.again THEN 'pending' ELSE 'failed' END,
+    finished_at = CASE WHEN item.again THEN NULL ELSE now() END,
+    error = item.error,
     error_kind = 'retryable',
     errors = {errors_kept} || jsonb_build_array(jsonb_build_object(
-        'attempt', attempts, 'kind', 'retryable', 'at', now(), 'worker', worker,
-        'error', 'lease expired: worker ' || coalesce(worker, '?')
-                 || ' stopped renewing its claim')),
+        'attempt', j.attempts, 'kind', 'retryable', 'at', now(), 'worker', j.worker,
+        'error', item.cause)),
     claim_id = NULL, claimed_at = NULL, worker = NULL, heartbeat_at = NULL,
     lease_expires_at = NULL,
     updated_at = now()
-WHERE status = 'running' AND lease_expires_at < now()
-  AND (:queues::jsonb IS NULL OR queue IN (SELECT jsonb_array_elements_text(:queues::jsonb)))
-  AND (:id::bigint IS NULL OR id = :id)
-RETURNING id, queue, status;
+FROM jsonb_to_recordset(:items::jsonb)
+     AS item(id bigint, claim_id text, again boolean, error text, cause text)
+WHERE j.id = item.id AND j.claim_id = item.claim_id
+  AND j.status IN {from_recover_retry} AND j.lease_expires_at < now()
+RETURNING j.id, j.queue, j.status;

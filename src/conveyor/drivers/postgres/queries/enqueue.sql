@@ -71,5 +71,5 @@ SELECT :job_id, e::bigint, :run_on_failure FROM jsonb_array_elements_text(:ids::
 UPDATE {schema}.conveyor_jobs
 SET status = 'cancelled', error = :error, error_kind = 'terminal', finished_at = now(),
     updated_at = now()
-WHERE id = :id AND status = 'pending'
+WHERE id = :id AND status IN {from_cancel_for_dependency}
 RETURNING *;

@@ -8,26 +8,29 @@ SELECT * FROM {schema}.conveyor_jobs
 WHERE id IN (SELECT jsonb_array_elements_text(:ids::jsonb)::bigint);
 
 -- name: list_jobs
+-- Each filter is a line of its own, kept only when given (see Statements): every
+-- combination is a plain conjunction that an index serves.
 SELECT * FROM {schema}.conveyor_jobs
-WHERE (:queue::text IS NULL OR queue = :queue)
-  AND (:status::text IS NULL OR status = :status)
-  AND (:key::text IS NULL OR key = :key)
-  AND (:task::text IS NULL OR task = :task)
-  AND (:created_after::timestamptz IS NULL OR created_at >= :created_after)
-  AND (:created_before::timestamptz IS NULL OR created_at < :created_before)
-  AND id > :after
+WHERE id > :after
+  AND queue = :queue                      -- if :queue
+  AND status = :status                    -- if :status
+  AND key = :key                          -- if :key
+  AND task = :task                        -- if :task
+  AND created_at >= :created_after        -- if :created_after
+  AND created_at < :created_before        -- if :created_before
 ORDER BY id
 LIMIT :limit;
 
 -- name: list_jobs_newest
 SELECT * FROM {schema}.conveyor_jobs
-WHERE (:queue::text IS NULL OR queue = :queue)
-  AND (:status::text IS NULL OR status = :status)
-  AND (:key::text IS NULL OR key = :key)
-  AND (:task::text IS NULL OR task = :task)
-  AND (:created_after::timestamptz IS NULL OR created_at >= :created_after)
-  AND (:created_before::timestamptz IS NULL OR created_at < :created_before)
-  AND (:before::bigint IS NULL OR id < :before)
+WHERE true
+  AND id < :before                        -- if :before
+  AND queue = :queue                      -- if :queue
+  AND status = :status                    -- if :status
+  AND key = :key                          -- if :key
+  AND task = :task                        -- if :task
+  AND created_at >= :created_after        -- if :created_after
+  AND created_at < :created_before        -- if :created_before
 ORDER BY id DESC
 LIMIT :limit;
 

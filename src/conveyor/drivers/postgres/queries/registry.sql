@@ -74,15 +74,25 @@ SET notified_at = now(), notifying_until = NULL, attempts = 0, last_error = NULL
 FROM jsonb_to_recordset(:items::jsonb) AS item(job_id bigint, subscriber text)
 WHERE s.job_id = item.job_id AND s.subscriber = item.subscriber;
 
+-- name: delivery_attempts
+-- How many deliveries to these subscribers failed so far. :items is a JSON array of
+-- {"job_id", "subscriber"}.
+SELECT s.job_id, s.subscriber, s.attempts
+FROM {schema}.conveyor_subscribers AS s
+JOIN jsonb_to_recordset(:items::jsonb) AS item(job_id bigint, subscriber text)
+  ON s.job_id = item.job_id AND s.subscriber = item.subscriber;
+
 -- name: retry_notifications
--- Deliveries that failed: offered again after a back-off that doubles per attempt
--- (:base_s, capped at :cap_s); after :max_attempts they count as told, the error kept.
+-- Deliveries that failed: :items is a JSON array of {"job_id", "subscriber",
+-- "attempts", "delay_s", "give_up"}, decided above; offered again after the delay, or
+-- counted as told, the error kept. Guarded by the attempts the decision was made on.
 UPDATE {schema}.conveyor_subscribers AS s
 SET attempts = s.attempts + 1,
     last_error = :error,
-    notifying_until = now() + make_interval(
-        secs => least(:cap_s::double precision,
-                      :base_s::double precision * power(2, least(s.attempts, 30)))),
-    notified_at = CASE WHEN s.attempts + 1 >= :max_attempts THEN now() ELSE s.notified_at END
-FROM jsonb_to_recordset(:items::jsonb) AS item(job_id bigint, subscriber text)
-WHERE s.job_id = item.job_id AND s.subscriber = item.subscriber;
+    notifying_until = now() + make_interval(secs => item.delay_s),
+    notified_at = CASE WHEN item.give_up THEN now() ELSE s.notified_at END
+FROM jsonb_to_recordset(:items::jsonb)
+     AS item(job_id bigint, subscriber text, attempts integer, delay_s double precision,
+             give_up boolean)
+WHERE s.job_id = item.job_id AND s.subscriber = item.subscriber
+  AND s.attempts = item.attempts;

@@ -12,7 +12,7 @@ SET status = 'completed',
     lease_expires_at = NULL,
     updated_at = now()
 FROM jsonb_to_recordset(:items::jsonb) AS item(id bigint, claim_id text, result text)
-WHERE j.id = item.id AND j.claim_id = item.claim_id AND j.status = 'running'
+WHERE j.id = item.id AND j.claim_id = item.claim_id AND j.status IN {from_complete}
 RETURNING j.*;
 
 -- name: complete_job_ids
@@ -26,12 +26,13 @@ SET status = 'completed',
     lease_expires_at = NULL,
     updated_at = now()
 FROM jsonb_to_recordset(:items::jsonb) AS item(id bigint, claim_id text, result text)
-WHERE j.id = item.id AND j.claim_id = item.claim_id AND j.status = 'running'
+WHERE j.id = item.id AND j.claim_id = item.claim_id AND j.status IN {from_complete}
 RETURNING j.id, j.queue, j.status;
 
 -- name: fail_jobs
--- :items is a JSON array of {"id", "claim_id", "error", "error_kind", "retry", "delay_s"}.
--- A retryable failure with attempts left goes back to pending after the delay.
+-- :items is a JSON array of {"id", "claim_id", "attempts", "again", "error",
+-- "error_kind", "delay_s"}: back to pending after the delay when "again", else failed
+-- for good (decided above, from the attempts read: the guard checks they still hold).
 UPDATE {schema}.conveyor_jobs AS j
 SET status = CASE WHEN item.again THEN 'pending' ELSE 'failed' END,
     run_at = CASE WHEN item.again
@@ -48,13 +49,11 @@ SET status = CASE WHEN item.again THEN 'pending' ELSE 'failed' END,
         'attempt', j.attempts, 'error', right(item.error, 4000), 'kind', item.error_kind,
         'at', now(), 'worker', j.worker)),
     updated_at = now()
-FROM (SELECT i.id, i.claim_id, i.error, i.error_kind, coalesce(i.delay_s, 0) AS delay_s,
-             coalesce(i.retry, false) AND cur.attempts < cur.max_attempts AS again
-      FROM jsonb_to_recordset(:items::jsonb)
-           AS i(id bigint, claim_id text, error text, error_kind text, retry boolean,
-                delay_s double precision)
-      JOIN {schema}.conveyor_jobs AS cur ON cur.id = i.id) AS item
-WHERE j.id = item.id AND j.claim_id = item.claim_id AND j.status = 'running'
+FROM jsonb_to_recordset(:items::jsonb)
+     AS item(id bigint, claim_id text, attempts integer, again boolean, error text,
+             error_kind text, delay_s double precision)
+WHERE j.id = item.id AND j.claim_id = item.claim_id AND j.attempts = item.attempts
+  AND j.status IN {from_fail_retry}
 RETURNING j.*;
 
 -- name: snooze_jobs
@@ -69,7 +68,7 @@ SET status = 'pending',
     updated_at = now()
 FROM jsonb_to_recordset(:items::jsonb)
      AS item(id bigint, claim_id text, delay_s double precision)
-WHERE j.id = item.id AND j.claim_id = item.claim_id AND j.status = 'running'
+WHERE j.id = item.id AND j.claim_id = item.claim_id AND j.status IN {from_snooze}
 RETURNING j.*;
 
 -- name: heartbeat_jobs
@@ -80,7 +79,7 @@ SET heartbeat_at = now(),
         secs => coalesce(:extend_s::double precision, j.lease_seconds)),
     updated_at = now()
 FROM jsonb_to_recordset(:items::jsonb) AS item(id bigint, claim_id text)
-WHERE j.id = item.id AND j.claim_id = item.claim_id AND j.status = 'running'
+WHERE j.id = item.id AND j.claim_id = item.claim_id AND j.status IN {from_heartbeat}
 RETURNING j.*;
 
 -- name: heartbeat_job_ids
@@ -91,7 +90,7 @@ SET heartbeat_at = now(),
         secs => coalesce(:extend_s::double precision, j.lease_seconds)),
     updated_at = now()
 FROM jsonb_to_recordset(:items::jsonb) AS item(id bigint, claim_id text)
-WHERE j.id = item.id AND j.claim_id = item.claim_id AND j.status = 'running'
+WHERE j.id = item.id AND j.claim_id = item.claim_id AND j.status IN {from_heartbeat}
 RETURNING j.id;
 
 -- name: progress_job
@@ -107,5 +106,5 @@ SET progress_total = coalesce(:total::integer, progress_total),
     heartbeat_at = now(),
     lease_expires_at = now() + make_interval(secs => lease_seconds),
     updated_at = now()
-WHERE id = :id AND claim_id = :claim_id AND status = 'running'
+WHERE id = :id AND claim_id = :claim_id AND status IN {from_heartbeat}
 RETURNING *;

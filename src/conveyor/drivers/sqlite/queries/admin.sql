@@ -6,7 +6,7 @@ UPDATE conveyor_jobs
 SET status = 'pending', attempts = 0, run_at = {now}, result = NULL, finished_at = NULL,
     claim_id = NULL, claimed_at = NULL, worker = NULL, heartbeat_at = NULL,
     lease_expires_at = NULL, updated_at = {now}
-WHERE id = :id AND status IN ('completed', 'failed', 'cancelled')
+WHERE id = :id AND status IN {from_retry}
 RETURNING *;
 
 -- name: reopen_job_within_attempts
@@ -16,13 +16,13 @@ UPDATE conveyor_jobs
 SET status = 'pending', run_at = {now}, result = NULL, finished_at = NULL,
     claim_id = NULL, claimed_at = NULL, worker = NULL, heartbeat_at = NULL,
     lease_expires_at = NULL, updated_at = {now}
-WHERE id = :id AND status IN ('failed', 'cancelled') AND attempts < max_attempts
+WHERE id = :id AND status IN {from_retry_within_attempts} AND attempts < max_attempts
 RETURNING *;
 
 -- name: cancel_job
 UPDATE conveyor_jobs
 SET status = 'cancelled', finished_at = {now}, lease_expires_at = NULL, updated_at = {now}
-WHERE id = :id AND status IN ('pending', 'running')
+WHERE id = :id AND status IN {from_cancel}
 RETURNING *;
 
 -- name: complete_by_key

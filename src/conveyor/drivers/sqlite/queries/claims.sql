@@ -17,7 +17,7 @@ WHERE id IN (
     -- The unary + keeps the planner on the claimable index, in claim order: driven by
     -- run_at it would sort every due job to take the first few.
     SELECT id FROM conveyor_jobs
-    WHERE queue = :queue AND status = 'pending' AND waiting_for = 0 AND +run_at <= {now}
+    WHERE queue = :queue AND status IN {from_claim} AND waiting_for = 0 AND +run_at <= {now}
     ORDER BY priority, id
     LIMIT :limit)
   AND NOT EXISTS (SELECT 1 FROM conveyor_queues AS c WHERE c.queue = :queue AND c.controlled)
@@ -38,7 +38,7 @@ SET status = 'running',
     lease_seconds = :lease_s,
     lease_expires_at = {now} + :lease_s,
     updated_at = {now}
-WHERE id IN (SELECT value FROM json_each(:ids)) AND +status = 'pending' AND +waiting_for = 0
+WHERE id IN (SELECT value FROM json_each(:ids)) AND +status IN {from_claim} AND +waiting_for = 0
 RETURNING *;
 
 -- name: claim_job
@@ -54,7 +54,7 @@ SET status = 'running',
     lease_seconds = :lease_s,
     lease_expires_at = {now} + :lease_s,
     updated_at = {now}
-WHERE id = :id AND status = 'pending' AND waiting_for = 0
+WHERE id = :id AND status IN {from_claim_job} AND waiting_for = 0
 RETURNING *;
 
 -- name: count_claimable
@@ -76,14 +76,14 @@ SELECT 0 AS deltas, CASE
 UPDATE conveyor_jobs
 SET status = 'completed', error = NULL, error_kind = NULL, finished_at = {now},
     lease_expires_at = NULL, updated_at = {now}
-WHERE claim_id = :claim_id AND status = 'running'
+WHERE claim_id = :claim_id AND status IN {from_ack}
 RETURNING id, queue;
 
 -- name: release_claim
 UPDATE conveyor_jobs
 SET status = 'pending', claim_id = NULL, claimed_at = NULL, worker = NULL,
     heartbeat_at = NULL, lease_expires_at = NULL, updated_at = {now}
-WHERE claim_id = :claim_id AND status = 'running'
+WHERE claim_id = :claim_id AND status IN {from_release}
   AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
 RETURNING id, queue;
 
@@ -91,35 +91,51 @@ RETURNING id, queue;
 UPDATE conveyor_jobs
 SET status = 'pending', claim_id = NULL, claimed_at = NULL, worker = NULL,
     heartbeat_at = NULL, lease_expires_at = NULL, updated_at = {now}
-WHERE id = :id AND status = 'running'
+WHERE id = :id AND status IN {from_release_job}
 RETURNING *;
 
 -- name: reset_claims
 UPDATE conveyor_jobs
 SET status = 'pending', claim_id = NULL, claimed_at = NULL, worker = NULL,
     heartbeat_at = NULL, lease_expires_at = NULL, updated_at = {now}
-WHERE status = 'running' AND claimed_at <= {now} - :older_than_s
+WHERE status IN {from_reset_claims} AND claimed_at <= {now} - :older_than_s
   AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
 RETURNING id, queue;
 
--- name: recover_expired
--- Running jobs whose lease ran out: their worker died or hung. Back to pending while
--- attempts remain, otherwise failed for good. The checkpoint is kept for resume; the
--- attempt's error joins the job's history.
+-- name: expired_leases
+-- Running jobs whose lease ran out: their worker died or hung. What ends them is
+-- decided above (conveyor.machine), then written by end_leases.
+SELECT id, queue, claim_id, worker, attempts, max_attempts
+FROM conveyor_jobs
+WHERE status IN {from_recover_retry} AND lease_expires_at < {now}
+  AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
+  AND (:id IS NULL OR id = :id)
+ORDER BY lease_expires_at
+LIMIT :limit;
+
+-- name: end_leases
+-- :items is a JSON array of {"id", "claim_id", "again", "error", "cause"}: back to
+-- pending when "again", else failed for good. Guarded: the same claim, still expired.
+-- The checkpoint is kept for resume; the attempt's error joins the job's history.
 UPDATE conveyor_jobs
-SET status = CASE WHEN attempts < max_attempts THEN 'pending' ELSE 'failed' END,
-    finished_at = CASE WHEN attempts < max_attempts THEN NULL ELSE {now} END,
-    error = 'lease expired: worker ' || coalesce(worker, '?') || ' stopped renewing its claim'
-            || ' (attempt ' || attempts || ' of ' || max_attempts || ')',
+SET status = CASE WHEN item.again THEN 'pending' ELSE 'failed' END,
+    finished_at = CASE WHEN item.again THEN NULL ELSE {now} END,
+    error = item.error,
     error_kind = 'retryable',
     errors = json_insert({errors_kept}, '$[#]', json_object(
-        'attempt', attempts, 'kind', 'retryable', 'at', {now}, 'worker', worker,
-        'error', 'lease expired: worker ' || coalesce(worker, '?')
-                 || ' stopped renewing its claim')),
+        'attempt', conveyor_jobs.attempts, 'kind', 'retryable', 'at', {now},
+        'worker', conveyor_jobs.worker, 'error', item.cause)),
     claim_id = NULL, claimed_at = NULL, worker = NULL, heartbeat_at = NULL,
     lease_expires_at = NULL,
     updated_at = {now}
-WHERE status = 'running' AND lease_expires_at < {now}
-  AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
-  AND (:id IS NULL OR id = :id)
-RETURNING id, queue, status;
+FROM (SELECT value ->> '$.id' AS id,
+             value ->> '$.claim_id' AS claim_id,
+             value ->> '$.again' AS again,
+             value ->> '$.error' AS error,
+             value ->> '$.cause' AS cause
+      FROM json_each(:items)) AS item
+WHERE conveyor_jobs.id = item.id
+  AND conveyor_jobs.claim_id = item.claim_id
+  AND +conveyor_jobs.status IN {from_recover_retry}
+  AND conveyor_jobs.lease_expires_at < {now}
+RETURNING conveyor_jobs.id, conveyor_jobs.queue, conveyor_jobs.status;

@@ -67,5 +67,5 @@ SELECT :job_id, value, :run_on_failure FROM json_each(:ids);
 UPDATE conveyor_jobs
 SET status = 'cancelled', error = :error, error_kind = 'terminal', finished_at = {now},
     updated_at = {now}
-WHERE id = :id AND status = 'pending'
+WHERE id = :id AND status IN {from_cancel_for_dependency}
 RETURNING *;

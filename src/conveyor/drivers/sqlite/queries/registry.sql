@@ -71,14 +71,29 @@ WHERE EXISTS (SELECT 1 FROM json_each(:items)
               WHERE value ->> '$.job_id' = conveyor_subscribers.job_id
                 AND value ->> '$.subscriber' = conveyor_subscribers.subscriber);
 
+-- name: delivery_attempts
+-- How many deliveries to these subscribers failed so far. :items is a JSON array of
+-- {"job_id", "subscriber"}.
+SELECT s.job_id, s.subscriber, s.attempts
+FROM conveyor_subscribers AS s
+JOIN json_each(:items) AS item
+  ON s.job_id = item.value ->> '$.job_id' AND s.subscriber = item.value ->> '$.subscriber';
+
 -- name: retry_notifications
--- Deliveries that failed: offered again after a back-off that doubles per attempt
--- (:base_s, capped at :cap_s); after :max_attempts they count as told, the error kept.
+-- Deliveries that failed: :items is a JSON array of {"job_id", "subscriber",
+-- "attempts", "delay_s", "give_up"}, decided above; offered again after the delay, or
+-- counted as told, the error kept. Guarded by the attempts the decision was made on.
 UPDATE conveyor_subscribers
-SET attempts = attempts + 1,
+SET attempts = conveyor_subscribers.attempts + 1,
     last_error = :error,
-    notifying_until = {now} + min(:cap_s, :base_s * (1 << min(attempts, 30))),
-    notified_at = CASE WHEN attempts + 1 >= :max_attempts THEN {now} ELSE notified_at END
-WHERE EXISTS (SELECT 1 FROM json_each(:items)
-              WHERE value ->> '$.job_id' = conveyor_subscribers.job_id
-                AND value ->> '$.subscriber' = conveyor_subscribers.subscriber);
+    notifying_until = {now} + item.delay_s,
+    notified_at = CASE WHEN item.give_up THEN {now} ELSE conveyor_subscribers.notified_at END
+FROM (SELECT value ->> '$.job_id' AS job_id,
+             value ->> '$.subscriber' AS subscriber,
+             value ->> '$.attempts' AS attempts,
+             value ->> '$.delay_s' AS delay_s,
+             value ->> '$.give_up' AS give_up
+      FROM json_each(:items)) AS item
+WHERE conveyor_subscribers.job_id = item.job_id
+  AND conveyor_subscribers.subscriber = item.subscriber
+  AND conveyor_subscribers.attempts = item.attempts;

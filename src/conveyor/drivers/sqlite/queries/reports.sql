@@ -21,7 +21,7 @@ FROM (SELECT value ->> '$.id' AS id,
       FROM json_each(:items)) AS item
 WHERE conveyor_jobs.id = item.id
   AND conveyor_jobs.claim_id = item.claim_id
-  AND +conveyor_jobs.status = 'running'
+  AND +conveyor_jobs.status IN {from_complete}
 RETURNING *;
 
 -- name: complete_job_ids
@@ -40,12 +40,13 @@ FROM (SELECT value ->> '$.id' AS id,
       FROM json_each(:items)) AS item
 WHERE conveyor_jobs.id = item.id
   AND conveyor_jobs.claim_id = item.claim_id
-  AND +conveyor_jobs.status = 'running'
+  AND +conveyor_jobs.status IN {from_complete}
 RETURNING conveyor_jobs.id, conveyor_jobs.queue, conveyor_jobs.status;
 
 -- name: fail_jobs
--- :items is a JSON array of {"id", "claim_id", "error", "error_kind", "retry", "delay_s"}.
--- A retryable failure with attempts left goes back to pending after the delay.
+-- :items is a JSON array of {"id", "claim_id", "attempts", "again", "error",
+-- "error_kind", "delay_s"}: back to pending after the delay when "again", else failed
+-- for good (decided above, from the attempts read: the guard checks they still hold).
 UPDATE conveyor_jobs
 SET status = CASE WHEN item.again THEN 'pending' ELSE 'failed' END,
     run_at = CASE WHEN item.again THEN {now} + item.delay_s ELSE conveyor_jobs.run_at END,
@@ -61,17 +62,18 @@ SET status = CASE WHEN item.again THEN 'pending' ELSE 'failed' END,
         'attempt', conveyor_jobs.attempts, 'error', substr(item.error, -4000),
         'kind', item.error_kind, 'at', {now}, 'worker', conveyor_jobs.worker)),
     updated_at = {now}
-FROM (SELECT j.id AS id,
+FROM (SELECT value ->> '$.id' AS id,
              value ->> '$.claim_id' AS claim_id,
+             value ->> '$.attempts' AS attempts,
+             value ->> '$.again' AS again,
              value ->> '$.error' AS error,
              value ->> '$.error_kind' AS error_kind,
-             coalesce(value ->> '$.delay_s', 0) AS delay_s,
-             (value ->> '$.retry') AND j.attempts < j.max_attempts AS again
-      FROM json_each(:items)
-      JOIN conveyor_jobs AS j ON j.id = value ->> '$.id') AS item
+             coalesce(value ->> '$.delay_s', 0) AS delay_s
+      FROM json_each(:items)) AS item
 WHERE conveyor_jobs.id = item.id
   AND conveyor_jobs.claim_id = item.claim_id
-  AND +conveyor_jobs.status = 'running'
+  AND conveyor_jobs.attempts = item.attempts
+  AND +conveyor_jobs.status IN {from_fail_retry}
 RETURNING *;
 
 -- name: snooze_jobs
@@ -90,7 +92,7 @@ FROM (SELECT value ->> '$.id' AS id,
       FROM json_each(:items)) AS item
 WHERE conveyor_jobs.id = item.id
   AND conveyor_jobs.claim_id = item.claim_id
-  AND +conveyor_jobs.status = 'running'
+  AND +conveyor_jobs.status IN {from_snooze}
 RETURNING *;
 
 -- name: heartbeat_jobs
@@ -103,7 +105,7 @@ FROM (SELECT value ->> '$.id' AS id, value ->> '$.claim_id' AS claim_id
       FROM json_each(:items)) AS item
 WHERE conveyor_jobs.id = item.id
   AND conveyor_jobs.claim_id = item.claim_id
-  AND +conveyor_jobs.status = 'running'
+  AND +conveyor_jobs.status IN {from_heartbeat}
 RETURNING *;
 
 -- name: heartbeat_job_ids
@@ -116,7 +118,7 @@ FROM (SELECT value ->> '$.id' AS id, value ->> '$.claim_id' AS claim_id
       FROM json_each(:items)) AS item
 WHERE conveyor_jobs.id = item.id
   AND conveyor_jobs.claim_id = item.claim_id
-  AND +conveyor_jobs.status = 'running'
+  AND +conveyor_jobs.status IN {from_heartbeat}
 RETURNING conveyor_jobs.id;
 
 -- name: progress_job
@@ -132,5 +134,5 @@ SET progress_total = coalesce(:total, progress_total),
     heartbeat_at = {now},
     lease_expires_at = {now} + lease_seconds,
     updated_at = {now}
-WHERE id = :id AND claim_id = :claim_id AND status = 'running'
+WHERE id = :id AND claim_id = :claim_id AND status IN {from_heartbeat}
 RETURNING *;
