@@ -30,6 +30,7 @@ from conveyor.errors import (
 )
 from conveyor.info import QueueSettings, Rate, ScheduleInfo, Throughput, WorkerInfo
 from conveyor.job import AttemptError, Claim, ErrorKind, Job, Progress, Stats, Status
+from conveyor.ops.reports import Report
 from conveyor.queue import Dedupe, Queue, connect
 from conveyor.retry import Backoff, Fixed
 from conveyor.task import Context
@@ -73,6 +74,7 @@ __all__ = [
     "QueueAPI",
     "QueueSettings",
     "Rate",
+    "Report",
     "Retry",
     "ScheduleInfo",
     "Snooze",

@@ -133,6 +133,8 @@ def request_for(op: str, a: Mapping[str, Any]) -> Request:
     if op == "claim":
         body = {"limit": a["limit"], "lease_seconds": a["lease"], "worker": a["worker"],
                 "ack": a["ack"], "count_remaining": a["count_remaining"]}  # fmt: skip
+        if a.get("report") is not None:
+            body["report"] = _report_request(a["report"])
         return "POST", f"/api/queues/{_segment(a['queue'], 'queue')}/claim", body, None
     if op == "claim_job":
         body = {"lease_seconds": a["lease"], "worker": a["worker"]}
@@ -147,12 +149,7 @@ def request_for(op: str, a: Mapping[str, Any]) -> Request:
         path = "/api/batch/renew" if op == "renew" else f"/api/batch/{kind}"
         return "POST", path, body, None
     if op == "report":
-        body = {
-            kind: [_report_body(one, i) | {"job_id": i["job_id"]} for i in a[kind]]
-            for kind, one in (("completed", "complete"), ("failed", "fail"),
-                              ("snoozed", "snooze"))
-        }  # fmt: skip
-        return "POST", "/api/batch/report", body, None
+        return "POST", "/api/batch/report", _report_request(a), None
     if op == "ack":
         return "POST", f"/api/claims/{_segment(a['claim_id'], 'claim_id')}/ack", None, None
     if op == "release":
@@ -289,8 +286,16 @@ def _count(key: str) -> Callable[[Any, int], int]:
     return lambda data, status: int(data[key])
 
 
+def _report_request(a: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        kind: [_report_body(one, i) | {"job_id": i["job_id"]} for i in a[kind]]
+        for kind, one in (("completed", "complete"), ("failed", "fail"), ("snoozed", "snooze"))
+    }
+
+
 def _claim(data: Any, status: int) -> Claim:
-    return from_json(Claim, data)
+    reported = {int(k): Status(v) for k, v in (data.get("reported") or {}).items()}
+    return dataclasses.replace(from_json(Claim, {**data, "reported": {}}), reported=reported)
 
 
 _DECODE: dict[str, Callable[[Any, int], Any]] = {

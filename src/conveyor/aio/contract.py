@@ -142,11 +142,14 @@ class AsyncQueueAPI(ABC):
         worker: str | None = None,
         ack: str | None = None,
         count_remaining: bool = True,
+        report: reports.Report | None = None,
     ) -> Claim:
         """Claim up to ``limit`` claimable jobs, by priority then FIFO, under one new
         claim id, within the queue's flow control. ``ack``: a previous claim id whose
-        running jobs are completed first, in the same transaction. ``remaining`` counts
-        the jobs still claimable (``count_remaining=False`` skips it)."""
+        running jobs are completed first, in the same transaction; ``report``: endings
+        of earlier runs written first, in the same transaction, their new statuses in
+        ``Claim.reported``. ``remaining`` counts the jobs still claimable
+        (``count_remaining=False`` skips it)."""
         return await self._run(
             claims.claim(
                 self.defaults,
@@ -156,6 +159,7 @@ class AsyncQueueAPI(ABC):
                 worker=worker,
                 ack=ack,
                 count_remaining=count_remaining,
+                report=report,
             )
         )
 
@@ -221,11 +225,10 @@ class AsyncQueueAPI(ABC):
         ``complete_many``, ``failed`` as for ``fail_many``, ``snoozed`` as
         ``(job_id, claim_id, delay)``. Returns the new status of each job written; a job
         left out was refused (its claim no longer holds it)."""
-        if not (completed or failed or snoozed):
+        endings = reports.Report(completed=completed, failed=failed, snoozed=snoozed)
+        if not endings:
             return {}
-        return await self._run(
-            reports.report(self.defaults, completed=completed, failed=failed, snoozed=snoozed)
-        )
+        return await self._run(reports.report(self.defaults, endings))
 
     async def heartbeat(self, job_id: int, claim_id: str, *, extend: Duration | None = None) -> Job:
         """Prove the claim is alive: the lease now ends ``extend`` from now (default: the

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from typing import Any
 
 from conveyor import validation as check
 from conveyor.drivers import operations as db
-from conveyor.job import Claim, Job
+from conveyor.job import Claim, Job, Status
 from conveyor.ops import Announce, Call, Once, Plan, Row, Values
 from conveyor.ops.admin import refuse_status
 from conveyor.ops.defaults import MAX_CLAIM, Defaults, claim_id, job_id, queue_names
 from conveyor.ops.flow import claim_controlled
 from conveyor.ops.leases import recover_leases
+from conveyor.ops.reports import CheckedReport, check_report, write_report
 from conveyor.retry import seconds
 
 # Claims that count what remains fold the count deltas once this many pile up.
@@ -28,6 +30,7 @@ def claim(
     worker: Any,
     ack: Any,
     count_remaining: Any,
+    report: Any = None,
 ) -> Call[Claim]:
     """Up to ``limit`` claimable jobs, by priority then FIFO, under one new claim id."""
     name = check.name(queue, "queue")
@@ -36,25 +39,37 @@ def claim(
     who = check.name(worker, "worker") if worker is not None else d.worker_name
     previous = None if ack is None else check.text(ack, "ack", max_length=200)
     counting = bool(count_remaining)
+    endings = None if report is None or not report else check_report(d, report)
     args = {"queue": name, "limit": limit, "lease": lease_s, "worker": worker, "ack": previous,
-            "count_remaining": counting}  # fmt: skip
+            "count_remaining": counting,
+            "report": None if endings is None else endings.wire}  # fmt: skip
 
     def build(v: Values) -> Plan[Claim] | Once[Claim]:
         params: dict[str, Any] = {"queue": name, "limit": limit, "lease_s": lease_s,
                   "claim_id": uuid.uuid4().hex, "worker": who}  # fmt: skip
-        if previous or counting:
-            return _claim(v, params, previous, counting)
+        if previous or counting or endings:
+            return _claim(v, d, params, previous, counting, endings)
         # A worker's claim: one statement, unless it found nothing (see _claim).
         return Once(
             db.ClaimJobs(**params),
             lambda rows: _made(v, params, rows, remaining=None, acked=0),
-            if_empty=lambda: _claim(v, params, None, False),
+            if_empty=lambda: _claim(v, d, params, None, False, None),
         )
 
     return Call("claim", args, build)
 
 
-def _claim(v: Values, params: dict[str, Any], previous: str | None, counting: bool) -> Plan[Claim]:
+def _claim(
+    v: Values,
+    d: Defaults,
+    params: dict[str, Any],
+    previous: str | None,
+    counting: bool,
+    endings: CheckedReport | None,
+) -> Plan[Claim]:
+    reported: dict[int, Status] = {}
+    if endings is not None:
+        reported = yield from write_report(v, d, endings)
     acked: list[Row] = []
     if previous:
         acked = yield db.AckClaim(claim_id=previous)
@@ -74,7 +89,8 @@ def _claim(v: Values, params: dict[str, Any], previous: str | None, counting: bo
             # Counting reads the count deltas: fold them once they pile up (a second
             # folder at the same moment finds the lock taken and folds nothing).
             yield db.FoldCounts()
-    return _made(v, params, rows, remaining=remaining, acked=len(acked))
+    claim = _made(v, params, rows, remaining=remaining, acked=len(acked))
+    return replace(claim, reported=reported) if reported else claim
 
 
 def _made(

@@ -5,6 +5,7 @@ job (fencing)."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from conveyor import machine
@@ -129,41 +130,75 @@ def _snooze_item(job: Any, claim: Any, delay: Any) -> dict[str, Any]:
     return {"id": job_id(job), "claim_id": claim_id(claim), "delay_s": seconds(delay, "delay")}
 
 
-def report(
-    d: Defaults,
-    *,
-    completed: Sequence[tuple[int, str, Any]],
-    failed: Sequence[tuple[int, str, str, bool, Any]],
-    snoozed: Sequence[tuple[int, str, Any]],
-) -> Call[dict[int, Status]]:
-    """The endings of many runs in one transaction: results, failures and snoozes.
-    Returns the new status of each job written; a job left out was refused (its claim
-    no longer holds it). Builds no ``Job`` for completions: runtimes need only this."""
-    done = [_complete_item(d, *item) for item in completed]
-    bad = [_fail_item(j, c, e, bool(r), delay) for j, c, e, r, delay in failed]
-    later = [_snooze_item(j, c, delay) for j, c, delay in snoozed]
+@dataclass(frozen=True, slots=True)
+class Report:
+    """The endings of many runs, written together: ``completed`` as ``(job_id,
+    claim_id, result)``, ``failed`` as ``(job_id, claim_id, error, retryable, delay)``
+    (a ``None`` delay: the backoff policy), ``snoozed`` as ``(job_id, claim_id, delay)``.
+    ``Queue.report`` writes one; ``Queue.claim(report=…)`` writes one in the transaction
+    that claims the next jobs (a worker's batch: one commit instead of two)."""
+
+    completed: Sequence[tuple[int, str, Any]] = ()
+    failed: Sequence[tuple[int, str, str, bool, Any]] = ()
+    snoozed: Sequence[tuple[int, str, Any]] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.completed or self.failed or self.snoozed)
+
+
+@dataclass(frozen=True, slots=True)
+class CheckedReport:
+    """A ``Report`` with its items checked: what plans write, and how it goes over HTTP."""
+
+    done: list[dict[str, Any]]
+    bad: list[dict[str, Any]]
+    later: list[dict[str, Any]]
+    wire: dict[str, Any]
+
+
+def check_report(d: Defaults, endings: Report) -> CheckedReport:
+    if not isinstance(endings, Report):
+        raise InvalidArgument(f"report: expected a conveyor.Report, got {type(endings).__name__}")
+    done = [_complete_item(d, *item) for item in endings.completed]
+    bad = [_fail_item(j, c, e, r, delay) for j, c, e, r, delay in endings.failed]
+    later = [_snooze_item(j, c, delay) for j, c, delay in endings.snoozed]
     wire = {
-        "completed": [_wire(i, result=r) for i, (_, _, r) in zip(done, completed, strict=True)],
+        "completed": [
+            _wire(i, result=r) for i, (_, _, r) in zip(done, endings.completed, strict=True)
+        ],
         "failed": [_fail_wire(i) for i in bad],
         "snoozed": [_wire(i, delay=i["delay_s"]) for i in later],
     }
+    return CheckedReport(done, bad, later, wire)
+
+
+def report(d: Defaults, endings: Report) -> Call[dict[int, Status]]:
+    """The endings of many runs in one transaction: results, failures and snoozes.
+    Returns the new status of each job written; a job left out was refused (its claim
+    no longer holds it). Builds no ``Job`` for completions: runtimes need only this."""
+    checked = check_report(d, endings)
 
     def build(v: Values) -> Plan[dict[int, Status]]:
-        written: dict[int, Status] = {}
-        if done:
-            rows = yield db.CompleteJobIds(items=v.json_param(done))
-            written.update((r["id"], Status.COMPLETED) for r in rows)
-            yield Announce(finished=[r["id"] for r in rows])
-        if bad:
-            jobs = yield from _fail_all(v, d.backoff, bad)
-            written.update((j.id, j.status) for j in jobs)
-        if later:
-            rows = yield db.SnoozeJobs(items=v.json_param(later))
-            written.update((r["id"], Status.PENDING) for r in rows)
-            yield Announce(queues={r["queue"] for r in rows})
+        written = yield from write_report(v, d, checked)
         return written
 
-    return Call("report", wire, build)
+    return Call("report", checked.wire, build)
+
+
+def write_report(v: Values, d: Defaults, checked: CheckedReport) -> Plan[dict[int, Status]]:
+    written: dict[int, Status] = {}
+    if checked.done:
+        rows = yield db.CompleteJobIds(items=v.json_param(checked.done))
+        written.update((r["id"], Status.COMPLETED) for r in rows)
+        yield Announce(finished=[r["id"] for r in rows])
+    if checked.bad:
+        jobs = yield from _fail_all(v, d.backoff, checked.bad)
+        written.update((j.id, j.status) for j in jobs)
+    if checked.later:
+        rows = yield db.SnoozeJobs(items=v.json_param(checked.later))
+        written.update((r["id"], Status.PENDING) for r in rows)
+        yield Announce(queues={r["queue"] for r in rows})
+    return written
 
 
 def _fail_item(job: Any, claim: Any, error: Any, retryable: Any, delay: Any) -> dict[str, Any]:

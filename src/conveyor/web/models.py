@@ -124,6 +124,9 @@ class ClaimRequest(_Request):
     ack: ClaimId | None = Field(None, description="a previous claim id, completed first")
     worker: Name | None = None
     count_remaining: bool = True
+    report: ReportRequest | None = Field(
+        None, description="endings of earlier runs, written first in the same transaction"
+    )
 
 
 class CompleteRequest(_Request):
@@ -255,6 +258,9 @@ class ClaimOut(BaseModel):
     jobs: list[JobOut]  # type: ignore[valid-type]
     remaining: int | None = Field(description="jobs of the queue claimable now")
     acked: int = Field(description="jobs of the acknowledged claim completed first")
+    reported: dict[str, Status] = Field(
+        {}, description="the new status of each job whose ending came with the claim, by id"
+    )
     truncated: bool = Field(
         False,
         description="the byte budget was reached: the jobs that did not fit went back to "

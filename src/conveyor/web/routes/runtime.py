@@ -32,7 +32,7 @@ from conveyor.web.models import (
 )
 from conveyor.web.router import Router
 from conveyor.web.routes.common import JobIdPath, NamePath, errors
-from conveyor.web.routes.work import caller_name, check_lease, claim_answer
+from conveyor.web.routes.work import caller_name, check_lease, claim_answer, endings
 from conveyor.web.state import State
 
 router = Router(tags=["work"], dependencies=[require(Role.WORKER)])
@@ -73,12 +73,10 @@ def snooze(job_id: JobIdPath, body: SnoozeRequest, state: State) -> Response:
 def report(body: ReportRequest, state: State) -> dict[str, Any]:
     """Completions, failures and snoozes; the answer gives the new status of each job
     written. A job left out was refused: its claim no longer holds it."""
+    given = endings(body)
     written = state.queue.report(
-        completed=[(i.job_id, i.claim_id, i.result) for i in body.completed],
-        failed=[(i.job_id, i.claim_id, i.error, i.retryable, i.delay_seconds)
-                for i in body.failed],
-        snoozed=[(i.job_id, i.claim_id, i.delay_seconds) for i in body.snoozed],
-    )  # fmt: skip
+        completed=given.completed, failed=given.failed, snoozed=given.snoozed
+    )
     return {"written": {str(k): v for k, v in written.items()}}
 
 

@@ -10,6 +10,7 @@ from fastapi import Response
 
 from conveyor.errors import InvalidArgument
 from conveyor.job import Claim
+from conveyor.ops.reports import Report
 from conveyor.web.answers import Budget, budgeted, job_answer, job_json, trimmed
 from conveyor.web.auth import Caller, Role, require
 from conveyor.web.limits import Limits
@@ -30,6 +31,7 @@ from conveyor.web.models import (
     NotificationsOut,
     ProgressRequest,
     RecoveredOut,
+    ReportRequest,
     ResetOut,
     TakeNotificationsRequest,
 )
@@ -70,8 +72,19 @@ def claim(queue: QueuePath, body: ClaimRequest, state: State, role: Caller) -> R
         worker=body.worker or caller_name(role),
         ack=body.ack,
         count_remaining=body.count_remaining,
+        report=None if body.report is None else endings(body.report),
     )
     return claim_answer(state, taken)
+
+
+def endings(body: ReportRequest) -> Report:
+    """A report's items as the queue takes them."""
+    return Report(
+        completed=[(i.job_id, i.claim_id, i.result) for i in body.completed],
+        failed=[(i.job_id, i.claim_id, i.error, i.retryable, i.delay_seconds)
+                for i in body.failed],
+        snoozed=[(i.job_id, i.claim_id, i.delay_seconds) for i in body.snoozed],
+    )  # fmt: skip
 
 
 def claim_answer(state: ServerState, taken: Claim) -> Response:
@@ -86,7 +99,11 @@ def claim_answer(state: ServerState, taken: Claim) -> Response:
     kept = taken.jobs[: len(taken.jobs) - len(left)]
     state.metrics.claimed_jobs(replace(taken, jobs=kept))
     return budget.render(
-        claim_id=taken.id, queue=taken.queue, remaining=remaining, acked=taken.acked
+        claim_id=taken.id,
+        queue=taken.queue,
+        remaining=remaining,
+        acked=taken.acked,
+        reported={str(k): str(v) for k, v in taken.reported.items()},
     )
 
 
