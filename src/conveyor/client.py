@@ -40,6 +40,7 @@ from conveyor.info import QueueSettings, ScheduleInfo, Throughput, WorkerInfo
 from conveyor.job import Claim, Job, Stats, Status
 from conveyor.ops import Call
 from conveyor.ops.defaults import Defaults
+from conveyor.options import OPTIONS
 
 T = TypeVar("T")
 # One long poll never outlasts the server's default bound (60 s); wait() chains them.
@@ -121,10 +122,7 @@ class RemoteQueue(QueueAPI):
 def request_for(op: str, a: Mapping[str, Any]) -> Request:
     """The HTTP request that carries out operation ``op`` with checked arguments ``a``."""
     if op == "enqueue":
-        body = _item(a) | {k: a[k] for k in ("on_active", "on_failed", "on_completed")}
-        if a["cache_ttl"] is not None:
-            body["cache_ttl_seconds"] = a["cache_ttl"]
-        return "POST", "/api/jobs", body, None
+        return "POST", "/api/jobs", _item(a, batch=False), None
     if op in ("enqueue_many", "enqueue_ids"):
         body = {"jobs": [_item(i) for i in a["items"]], "queue": a["queue"]}
         if op == "enqueue_ids":
@@ -260,13 +258,17 @@ def _report_body(op: str, a: Mapping[str, Any]) -> dict[str, Any]:
     return body
 
 
-def _item(a: Mapping[str, Any]) -> dict[str, Any]:
-    """An enqueue item in its wire form: defaults left out, times as ISO 8601."""
-    fields = ("task", "payload", "queue", "key", "priority", "run_at", "max_attempts",
-              "subscriber", "group", "after")  # fmt: skip
-    out = {k: to_json(a[k]) for k in fields if a.get(k) is not None}
-    if a.get("on_dependency_failure", "cancel") != "cancel":
-        out["on_dependency_failure"] = a["on_dependency_failure"]
+def _item(a: Mapping[str, Any], *, batch: bool = True) -> dict[str, Any]:
+    """An enqueue in its wire form: the task, its payload and its options
+    (``conveyor.options``; with ``batch``, those an item of a batch may set), left out
+    when null or, for a choice, at its default; times as ISO 8601."""
+    out = {k: to_json(a[k]) for k in ("task", "payload") if a.get(k) is not None}
+    for name, option in OPTIONS.items():
+        value = a.get(name)
+        if option.local or (batch and not option.item) or value is None:
+            continue
+        if not (option.choices and value == option.default):
+            out[option.field] = to_json(value)
     return out
 
 

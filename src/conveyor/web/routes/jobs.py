@@ -23,6 +23,7 @@ from conveyor.web.models import (
     JobOut,
     SubscribersOut,
     WhenQuery,
+    enqueue_options,
 )
 from conveyor.web.router import Router
 from conveyor.web.routes.common import (
@@ -63,23 +64,8 @@ _MAX_PAGE = 256
 def enqueue(body: EnqueueRequest, state: State) -> Response:
     """Add a job. With a `key`, an active job with that key is returned (200) instead of
     a new one (201), or refused (409) with `on_active="raise"`."""
-    job = state.queue.enqueue(
-        body.task,
-        body.payload,
-        queue=body.queue or "default",
-        key=body.key,
-        priority=body.priority,
-        run_at=body.run_at,
-        max_attempts=body.max_attempts,
-        subscriber=body.subscriber,
-        on_active=body.on_active,
-        cache_ttl=body.cache_ttl_seconds,
-        on_failed=body.on_failed,
-        on_completed=body.on_completed,
-        group=body.group,
-        after=body.after,
-        on_dependency_failure=body.on_dependency_failure,
-    )
+    options = enqueue_options(body)
+    job = state.queue.enqueue(body.task, body.payload, **options)
     state.metrics.enqueued_jobs([job])
     return job_answer(job, status_code=200 if job.deduplicated else 201)
 
@@ -95,7 +81,9 @@ def enqueue(body: EnqueueRequest, state: State) -> Response:
 def enqueue_many(body: BatchEnqueueRequest, state: State) -> Response:
     """Every job, in the order sent (an item whose key was active gives that job).
     Past the byte budget the jobs come without payload and result (`truncated`)."""
-    items = [item.model_dump(exclude_unset=True, exclude_none=True) for item in body.jobs]
+    items = [
+        {"task": item.task, "payload": item.payload, **enqueue_options(item)} for item in body.jobs
+    ]
     if body.ids_only:
         return answer({"ids": state.queue.enqueue_ids(items, queue=body.queue)}, 201)
     jobs = state.queue.enqueue_many(items, queue=body.queue)

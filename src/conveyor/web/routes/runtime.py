@@ -29,6 +29,7 @@ from conveyor.web.models import (
     ScheduleRequest,
     SnoozeRequest,
     WorkerRequest,
+    enqueue_options,
 )
 from conveyor.web.router import Router
 from conveyor.web.routes.common import JobIdPath, NamePath, errors
@@ -172,9 +173,11 @@ def save_schedule(name: NamePath, body: ScheduleRequest, state: State) -> Any:
 def run_schedule_slot(name: NamePath, body: RunSlotRequest, state: State) -> Response:
     """However many workers ask for the same slot, one job is enqueued; the others get
     `{"job": null}`."""
+    options = enqueue_options(body, queue="default")
     job = state.queue.run_schedule_slot(
         name, slot=body.slot, next_slot=body.next_slot, task=body.task, payload=body.payload,
-        queue=body.queue or "default", priority=body.priority, max_attempts=body.max_attempts,
+        queue=options["queue"], priority=options.get("priority", 0),
+        max_attempts=options.get("max_attempts"),
     )  # fmt: skip
     return answer({"job": None if job is None else job_json(job)})
 
