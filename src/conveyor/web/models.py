@@ -21,10 +21,12 @@ from pydantic import (
     create_model,
 )
 
+from conveyor.info import QueueSettings, ScheduleInfo  # noqa: F401 (answers of their own)
 from conveyor.job import Job, Stats, Status
 from conveyor.ops.defaults import MAX_CLAIM, MAX_JOB_ID
 from conveyor.options import OPTIONS
 from conveyor.validation import INT32, MAX_KEY_LENGTH, MAX_NAME_LENGTH, NAME_PATTERN
+from conveyor.web.auth import Role
 
 TEN_YEARS = 10 * 365 * 86400.0
 MAX_BATCH = 10_000
@@ -448,3 +450,49 @@ class ScheduleRequest(_Request):
 
 class FoldedOut(BaseModel):
     folded_count: int
+
+
+# -- bulk actions on a selection of jobs ------------------------------------------------
+MAX_BULK = 1000
+
+
+class Selection(_Request):
+    queue: Name | None = None
+    task: Name | None = None
+    key: Key | None = None
+    created_after: When | None = Field(None, description="created at or after this time")
+    created_before: When | None = Field(None, description="created before this time")
+    after: Annotated[int, Field(ge=0, le=MAX_JOB_ID)] | None = Field(
+        None, description="start after this id (the previous answer's next_after)"
+    )
+    limit: Annotated[int, Field(ge=1, le=MAX_BULK)] = Field(
+        MAX_BULK, description="the most jobs this request handles"
+    )
+
+
+class BulkRetryRequest(Selection):
+    status: Literal["failed", "cancelled", "completed"] = "failed"
+
+
+class BulkCancelRequest(Selection):
+    status: Literal["pending", "running"] = "pending"
+
+
+class SkippedOut(BaseModel):
+    id: int
+    reason: str
+
+
+class BulkOut(BaseModel):
+    changed_count: int
+    ids: list[int] = Field(description="the jobs changed, in id order")
+    skipped: list[SkippedOut] = Field(description="matching jobs left as they were, and why")
+    next_after: int | None = Field(
+        description="more jobs may match: repeat with after = this; null when done"
+    )
+
+
+# -- who is asking ---------------------------------------------------------------------
+class WhoamiOut(BaseModel):
+    role: Role
+    auth: bool = Field(description="whether the server asks for tokens (false: everyone is admin)")
