@@ -128,11 +128,10 @@ def enqueue(
     """Add a job to a queue (or many, with --file).
 
     Each line of a --file is an object with the fields of one job: task (required),
-    payload, and the options a batch item may set: queue, key, priority, run_at (ISO
-    8601), max_attempts, subscriber, group, after (a list of job ids),
-    on_dependency_failure. --queue is the default for lines that name none. Every line
-    is checked first: if any is bad, each bad line is reported (file:line:column) and
-    nothing is enqueued."""
+    payload, queue, key, priority, run_at (ISO 8601), max_attempts, subscriber, group,
+    after (a list of job ids), on_dependency_failure: the options an item of a batch may
+    set. --queue is the default for lines that name none. Every line is checked first:
+    if any is bad, each bad line is reported (file:line:column) and nothing is enqueued."""
     queue = options["queue"]
     if file is not None:
         given = [CLI_OPTIONS[n].cli_flags[0] for n, v in options.items()
