@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from conveyor.app import App, Task
 from conveyor.contract import QueueAPI
+from conveyor.control import Retry, Snooze, Terminal
 from conveyor.errors import (
     ConfigurationError,
     ConveyorError,
@@ -23,10 +24,7 @@ from conveyor.errors import (
     InvalidArgument,
     InvalidTransition,
     JobNotFound,
-    Retry,
-    Snooze,
     StaleClaim,
-    Terminal,
 )
 from conveyor.info import QueueSettings, Rate, ScheduleInfo, Throughput, WorkerInfo
 from conveyor.job import AttemptError, Claim, ErrorKind, Job, Progress, Stats, Status

@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Unpack
 
 from conveyor import validation as check
 from conveyor.drivers import operations as db
@@ -15,17 +15,18 @@ from conveyor.job import ACTIVE_STATUSES, FINAL_STATUSES, Job, Status
 from conveyor.ops import Announce, Call, LazyArgs, Once, Plan, Row, Values
 from conveyor.ops.defaults import Defaults, Duration, job_id
 from conveyor.ops.leases import recover_leases
+from conveyor.options import (
+    ITEM_FIELDS,
+    EnqueueOptions,
+    OnActive,
+    OnCompleted,
+    OnDependencyFailure,
+    OnFailed,
+    resolved,
+)
 from conveyor.retry import seconds
 
-OnActive = Literal["return", "raise"]
-OnFailed = Literal["new", "return", "retry"]
-OnCompleted = Literal["new", "return"]
-OnDependencyFailure = Literal["cancel", "run"]
-
-ENQUEUE_FIELDS = frozenset(
-    {"task", "payload", "key", "priority", "run_at", "max_attempts", "queue", "subscriber",
-     "group", "after", "on_dependency_failure"}
-)  # fmt: skip
+ENQUEUE_FIELDS = ITEM_FIELDS
 MAX_DEPENDENCIES = 1000
 _BULK_CHUNK = 1000
 _RACE_ROUNDS = 10
@@ -132,26 +133,15 @@ class NewJob:
         }
 
 
-def enqueue(
-    d: Defaults,
-    task: Any,
-    payload: Any,
-    *,
-    queue: Any,
-    key: Any,
-    priority: Any,
-    run_at: Any,
-    max_attempts: Any,
-    subscriber: Any,
-    conn: Any,
-    on_active: Any,
-    cache_ttl: Any,
-    on_failed: Any,
-    on_completed: Any,
-    group: Any,
-    after: Any,
-    on_dependency_failure: Any,
-) -> Call[Job]:
+def enqueue(d: Defaults, task: Any, payload: Any, **options: Unpack[EnqueueOptions]) -> Call[Job]:
+    """One job; ``options`` as ``conveyor.options.EnqueueOptions`` declares them (an
+    unknown name is a ``TypeError``, as for any keyword argument)."""
+    o = resolved(options)
+    queue, key, priority, run_at = o["queue"], o["key"], o["priority"], o["run_at"]
+    max_attempts, subscriber, conn = o["max_attempts"], o["subscriber"], o["conn"]
+    on_active, cache_ttl, on_failed = o["on_active"], o["cache_ttl"], o["on_failed"]
+    on_completed, group, after = o["on_completed"], o["group"], o["after"]
+    on_dependency_failure = o["on_dependency_failure"]
     job = new_job(
         d, task, payload, queue, key, priority, run_at, max_attempts, group, after,
         on_dependency_failure,

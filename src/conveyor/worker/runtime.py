@@ -60,7 +60,7 @@ from conveyor.worker.timing import (
 from conveyor.worker.wakeup import Wakeup, hears_others
 
 if TYPE_CHECKING:
-    from conveyor.app import App
+    from conveyor.worker.host import WorkerApp
 
 MAX_PREFETCH = 10_000
 MAX_AUTO_PREFETCH = 1_000  # the default prefetch's bound
@@ -84,7 +84,7 @@ class Worker:
 
     def __init__(
         self,
-        app: App,
+        app: WorkerApp,
         *,
         queues: Sequence[str] | None = None,
         concurrency: int = 10,
