@@ -492,9 +492,8 @@ ENDPOINTS: Mapping[str, Endpoint] = {
         None, response="HealthOut", errors=(503,), every_error=False, send=_nothing,
         read=lambda data, status: parse_time(data["time"]),
     ),
-    # The route checks the token itself: its answer is the role the token grants.
     "whoami": E(
-        "GET", "/api/whoami", "The role the request's token grants", None,
+        "GET", "/api/whoami", "The role the request's token grants", "reader",
         response="WhoamiOut",
     ),
 }
@@ -506,4 +505,18 @@ def endpoint(op: str) -> Endpoint:
     return ENDPOINTS[op]
 
 
-__all__ = ["ENDPOINTS", "Endpoint", "endpoint", "item"]
+def markdown() -> str:
+    """The table of every route as ``docs/http.md`` lists it (between its ``routes``
+    markers): method and path, role, summary, success status."""
+    lines = ["| method and path | role | what | success |", "|---|---|---|---|"]
+    for op, e in ENDPOINTS.items():
+        if e.served_by is not None:
+            continue
+        path = re.sub(r"\{(\w+):\w+\}", r"{\1}", e.path)
+        methods = "GET, HEAD" if op == "now" else e.method
+        status = str(e.status) + (f" (or {e.also[0]})" if e.also else "")
+        lines.append(f"| `{methods} {path}` | {e.role or 'none'} | {e.summary} | {status} |")
+    return "\n".join(lines) + "\n"
+
+
+__all__ = ["ENDPOINTS", "Endpoint", "endpoint", "item", "markdown"]

@@ -14,7 +14,7 @@ from fastapi.routing import APIRoute
 from pydantic import BaseModel
 
 import conveyor
-from conveyor.endpoints import ENDPOINTS, Endpoint
+from conveyor.endpoints import ENDPOINTS, Endpoint, markdown
 from conveyor.web import create_app, models
 from conveyor.web.auth import Role
 from conveyor.web.models import ClaimRequest, CompleteRequest
@@ -137,3 +137,12 @@ def test_a_new_entry_is_one_declaration() -> None:
                     model = getattr(models, part.strip())
                     assert isinstance(model, type), op
                     assert issubclass(model, BaseModel) or hasattr(model, "__dataclass_fields__")
+
+
+def test_the_docs_list_every_route() -> None:
+    """docs/http.md lists the routes as the table declares them (regenerate the block
+    between its ``routes`` markers from ``conveyor.endpoints.markdown()``)."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "http.md").read_text(encoding="utf-8")
+    start = "<!-- routes: generated from conveyor.endpoints.markdown() -->\n"
+    listed = text[text.index(start) + len(start) : text.index("<!-- /routes -->")]
+    assert listed == markdown()
