@@ -21,6 +21,7 @@ jobs older than ``keep_finished`` are deleted, which keeps ``dequeue`` fast."""
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -36,6 +37,9 @@ MAX_URL = 2048
 MAX_MESSAGE_ID = 2**63 - 1  # a signed 64-bit integer, as the bot's database stores it
 KEEP_FINISHED = timedelta(days=7)
 PRUNE_EVERY = 500
+# How often ``dequeue`` asks the database to recover expired leases: leases last an hour,
+# so a second's delay costs nothing, and a dequeue in between stays one statement.
+RECOVER_EVERY = 1.0
 
 
 class JobAlreadyProcessed(InvalidTransition):
@@ -135,6 +139,7 @@ class DownloadQueue:
         self.keep_finished = keep_finished
         self.prune_every = max(1, prune_every)
         self._enqueued = 0
+        self._recovered_at: float | None = None
         self._claims: dict[int, str] = {}  # jobs this instance marked in progress
         self._lock = threading.Lock()
 
@@ -182,8 +187,12 @@ class DownloadQueue:
 
     def dequeue(self) -> DownloadJob | None:
         """The oldest ``Queued`` job, left queued (``mark_in_progress`` takes it). Jobs
-        whose holder's lease ran out are queued again first."""
-        self.q.recover(queue=self.queue)
+        whose holder's lease ran out are queued again first (checked at most once a
+        second by each ``DownloadQueue``)."""
+        now = time.monotonic()
+        if self._recovered_at is None or now - self._recovered_at >= RECOVER_EVERY:
+            self.q.recover(queue=self.queue)
+            self._recovered_at = now
         jobs = self.q.jobs(queue=self.queue, status="pending", limit=1)
         if not jobs:
             return None

@@ -155,7 +155,7 @@ class Library:
                         key=r["id"],
                         on_completed="return",
                         conn=tx.conn,
-                    )  # fmt: skip
+                    )
                     for r in rows
                 ]
             added += sum(not j.deduplicated for j in jobs)
