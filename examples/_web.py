@@ -211,7 +211,7 @@ def add_serve_options(parser: argparse.ArgumentParser, name: str, *, workers: in
     )
 
 
-def serve(api: ASGIApp, args: argparse.Namespace) -> int:
+def serve(api: ASGIApp, args: argparse.Namespace, style: ErrorStyle = "error") -> int:
     """Serve ``api`` with uvicorn until SIGINT/SIGTERM (its lifespan stops the workers)."""
     import uvicorn
 
@@ -225,7 +225,7 @@ def serve(api: ASGIApp, args: argparse.Namespace) -> int:
     if args.workers < 0:
         print("error: --workers: expected 0 or more", flush=True)
         return 2
-    app: ASGIApp = BearerToken(api, args.token) if args.token else api
+    app: ASGIApp = BearerToken(api, args.token, style) if args.token else api
     uvicorn.run(app, host=args.host, port=args.port, log_level="info")
     return 0
 
@@ -242,15 +242,18 @@ def _loopback(host: str) -> bool:
 class BearerToken:
     """Refuse every request without ``Authorization: Bearer <token>``."""
 
-    def __init__(self, app: ASGIApp, token: str) -> None:
+    def __init__(self, app: ASGIApp, token: str, style: ErrorStyle = "error") -> None:
         self.app = app
         self.expected = f"Bearer {token}".encode()
+        self.style = style
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             given = dict(scope.get("headers", [])).get(b"authorization", b"")
             if not hmac.compare_digest(given, self.expected):
-                response = error(401, "unauthorized", "send Authorization: Bearer <token>")
+                response = error(
+                    401, "unauthorized", "send Authorization: Bearer <token>", self.style
+                )
                 await response(scope, receive, send)
                 return
         await self.app(scope, receive, send)

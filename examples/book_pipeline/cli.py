@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         )  # fmt: skip
         pipeline = Pipeline(args.db, settings)
         try:
-            return serve(create_api(pipeline, workers=args.workers), args)  # type: ignore[arg-type]
+            return serve(create_api(pipeline, workers=args.workers), args, "detail")
         finally:
             pipeline.close()
     return run_demo(args)

@@ -35,8 +35,8 @@ TASK = "download"
 MAX_RETRIES = 3
 MAX_URL = 2048
 MAX_MESSAGE_ID = 2**63 - 1  # a signed 64-bit integer, as the bot's database stores it
-KEEP_FINISHED = timedelta(days=7)
-PRUNE_EVERY = 500
+KEEP_FINISHED = timedelta(days=1)
+PRUNE_EVERY = 100
 # How often ``dequeue`` asks the database to recover expired leases: leases last an hour,
 # so a second's delay costs nothing, and a dequeue in between stays one statement.
 RECOVER_EVERY = 1.0
@@ -168,6 +168,8 @@ class DownloadQueue:
             raise InvalidArgument(f"url: expected an http(s) URL, got {url!r:.80}")
         if len(url) > MAX_URL:
             raise InvalidArgument(f"url: expected at most {MAX_URL} characters")
+        if any(c <= " " or c == "\x7f" for c in url):
+            raise InvalidArgument("url: spaces and control characters are not allowed")
         payload = {"message_id": message_id, "url": url}
         job = self.q.enqueue(TASK, payload, queue=self.queue, max_attempts=1 + MAX_RETRIES)
         with self._lock:

@@ -209,13 +209,17 @@ def test_enqueue_before_restart_dequeue_after_restart_job_persisted(
 
 WORKER = """
 import json, sys
-from examples.download_queue import DownloadQueue
+from examples.download_queue import DownloadQueue, JobAlreadyProcessed
 q = DownloadQueue(sys.argv[1])
 print("ready", flush=True)
 sys.stdin.readline()  # all start together
 done = []
 while (job := q.dequeue()) is not None:
-    if q.mark_in_progress(job.job_id):
+    try:
+        taken = q.mark_in_progress(job.job_id)
+    except JobAlreadyProcessed:  # another worker downloaded it since this one peeked
+        continue
+    if taken:
         q.mark_completed(job.job_id, f"/downloads/{job.message_id}.mp4")
         done.append(job.job_id)
 print(json.dumps(done))
@@ -340,6 +344,9 @@ def test_message_ids_beyond_64_bits_are_refused(downloads: DownloadQueue) -> Non
     for too_big in (2**63, 2**64 + 5):
         with pytest.raises(ValueError, match="message_id"):
             downloads.enqueue(too_big, "https://video.example/a")
+    for bad_url in ("https://video.example/a\x00b", "https://video.example/a b"):
+        with pytest.raises(ValueError, match="url"):
+            downloads.enqueue(1, bad_url)
     job_id = downloads.enqueue(2**63 - 1, "https://video.example/a")
     assert downloads.get(job_id).message_id == 2**63 - 1  # type: ignore[union-attr]
     assert downloads.get_stats().queued_count == 1
