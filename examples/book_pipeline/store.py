@@ -144,7 +144,16 @@ class Store:
 
     def settle_interrupted_ocr(self, book_id: str) -> int:
         """Pages an OCR run left ``processing`` when it stopped (its job is over) go back
-        to ``pending``: resuming OCRs them. Returns how many."""
+        to ``pending``: resuming OCRs them. Returns how many. (Read first: a poll that
+        finds none writes nothing.)"""
+        with self.db.transaction(write=False) as tx:
+            left = tx.one(
+                "SELECT page_num FROM pages WHERE book_id = :book AND ocr_status = 'processing'"
+                " LIMIT 1",
+                {"book": book_id},
+            )
+        if left is None:
+            return 0
         with self.db.transaction() as tx:
             return tx.execute(
                 "UPDATE pages SET ocr_status = 'pending'"
