@@ -14,6 +14,7 @@ import typing
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from types import MappingProxyType
 from typing import Annotated, Any, Literal, TypedDict
 
 from conveyor.ops.defaults import Duration
@@ -155,12 +156,17 @@ def unknown(options: Mapping[str, Any]) -> list[str]:
     return [name for name in options if name not in OPTIONS]
 
 
-def resolved(options: Mapping[str, Any], where: str = "enqueue()") -> dict[str, Any]:
-    """Every option, those left out at their default. A name that is no option is
-    refused as Python refuses an unknown keyword argument."""
+_DEFAULTS: Mapping[str, Any] = MappingProxyType({n: o.default for n, o in OPTIONS.items()})
+
+
+def resolved(options: Mapping[str, Any], where: str = "enqueue()") -> Mapping[str, Any]:
+    """Every option, those left out at their default (read-only). A name that is no
+    option is refused as Python refuses an unknown keyword argument."""
+    if not options:
+        return _DEFAULTS  # the usual call: every enqueue passes here
     if not OPTIONS.keys() >= options.keys():
         raise TypeError(f"{where} got an unexpected keyword argument {unknown(options)[0]!r}")
-    return {name: options.get(name, option.default) for name, option in OPTIONS.items()}
+    return {**_DEFAULTS, **options}
 
 
 __all__ = [

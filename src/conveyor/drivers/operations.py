@@ -16,7 +16,9 @@ these states") are part of every write: see ``conveyor.machine``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, fields
+from operator import attrgetter
 from typing import Any, ClassVar, Generic, TypeVar
 
 from conveyor.drivers.values import Row
@@ -33,13 +35,26 @@ class Operation(Generic[R]):
 
     def params(self) -> dict[str, Any]:
         """The fields by name: the parameters of the dialects' statement."""
-        names = _FIELDS.get(type(self))
-        if names is None:
-            names = _FIELDS[type(self)] = tuple(f.name for f in fields(self))  # type: ignore[arg-type]
-        return {n: getattr(self, n) for n in names}
+        made = _PARAMS.get(type(self))
+        if made is None:
+            made = _PARAMS[type(self)] = _reader(type(self))
+        return made(self)
 
 
-_FIELDS: dict[type, tuple[str, ...]] = {}
+def _reader(cls: type) -> Callable[[Any], dict[str, Any]]:
+    """The fields of ``cls`` read at once (``attrgetter`` reads them all in C): every
+    statement of the hot paths passes here."""
+    names = tuple(f.name for f in fields(cls))
+    if not names:
+        return lambda op: {}
+    if len(names) == 1:
+        only = names[0]
+        return lambda op: {only: getattr(op, only)}
+    get = attrgetter(*names)
+    return lambda op: dict(zip(names, get(op), strict=True))
+
+
+_PARAMS: dict[type, Callable[[Any], dict[str, Any]]] = {}
 
 
 class RowsOp(Operation[list[Row]]):
@@ -67,13 +82,13 @@ class InsertJob(RowsOp):
     queue: str
     task: str
     payload: Any
-    key: str
+    key: str | None
     priority: int
     run_at: Any
     max_attempts: int
-    job_group: str
-    depends_on: str
-    waiting_for: int | None
+    job_group: str | None
+    depends_on: str | None
+    waiting_for: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -74,19 +74,20 @@ class NewJob:
     after: tuple[int, ...] = ()
     on_dependency_failure: OnDependencyFailure = "cancel"
 
-    def params(self, v: Values) -> dict[str, Any]:
-        return {
-            "task": self.task,
-            "queue": self.queue,
-            "payload": self.payload_json,
-            "key": self.key,
-            "priority": self.priority,
-            "run_at": None if self.run_at is None else v.encode_time(self.run_at),
-            "max_attempts": self.max_attempts,
-            "job_group": self.group,
-            "depends_on": v.json_param(list(self.after)) if self.after else None,
-            "waiting_for": 0,
-        }
+    def insert(self, v: Values, *, waiting_for: int = 0) -> db.InsertJob:
+        """The operation that inserts this job."""
+        return db.InsertJob(
+            queue=self.queue,
+            task=self.task,
+            payload=self.payload_json,
+            key=self.key,
+            priority=self.priority,
+            run_at=None if self.run_at is None else v.encode_time(self.run_at),
+            max_attempts=self.max_attempts,
+            job_group=self.group,
+            depends_on=v.json_param(list(self.after)) if self.after else None,
+            waiting_for=waiting_for,
+        )
 
     def row(self, v: Values) -> list[Any]:
         """The job as one row of a bulk insert (``insert_jobs``), its columns by position."""
@@ -161,7 +162,7 @@ def enqueue(d: Defaults, task: Any, payload: Any, **options: Unpack[EnqueueOptio
         if conn is None and job.key is None and who is None and not job.after:
             # Nothing to dedupe, wait for or subscribe: one INSERT, committed on its own.
             return Once(
-                db.InsertJob(**job.params(v)),
+                job.insert(v),
                 lambda rows: job.inserted(v, rows[0]),
                 queues=(job.queue,),
             )
@@ -367,7 +368,7 @@ def _insert_new(v: Values, job: NewJob) -> Plan[Job | None]:
     """Insert the job (None when an active job took its key first), with its
     dependencies: each is marked (which also locks it until this transaction ends, so
     none can finish unnoticed), the unmet ones counted, the edges recorded."""
-    params = job.params(v)
+    waiting_for = 0
     doomed: tuple[int, str] | None = None
     if job.after:
         rows = yield db.MarkDependencies(ids=v.json_param(list(job.after)))
@@ -377,11 +378,11 @@ def _insert_new(v: Values, job: NewJob) -> Plan[Job | None]:
                 raise InvalidArgument(f"after: job {dep} does not exist")
         run_anyway = job.on_dependency_failure == "run"
         met = FINAL_STATUSES if run_anyway else {Status.COMPLETED}
-        params["waiting_for"] = sum(states[d] not in met for d in job.after)
+        waiting_for = sum(states[d] not in met for d in job.after)
         if not run_anyway:
             broken = [d for d in job.after if states[d] in (Status.FAILED, Status.CANCELLED)]
             doomed = (broken[0], states[broken[0]]) if broken else None
-    rows = yield db.InsertJob(**params)
+    rows = yield job.insert(v, waiting_for=waiting_for)
     if not rows:
         return None
     row = rows[0]
@@ -396,9 +397,9 @@ def _insert_new(v: Values, job: NewJob) -> Plan[Job | None]:
         rows = yield db.CancelForDependency(id=row["id"], error=error)
         yield Announce(finished=[row["id"]])
         return v.decode_job(rows[0])
-    if params["waiting_for"] == 0:
+    if waiting_for == 0:
         yield Announce(queues=[job.queue])
-    return job.inserted(v, row, waiting_for=params["waiting_for"])
+    return job.inserted(v, row, waiting_for=waiting_for)
 
 
 def _reuse(v: Values, latest: Row, policy: Dedupe) -> Plan[Job | None]:

@@ -140,7 +140,7 @@ def run_schedule_slot(
         taken = yield db.TakeScheduleSlot(**_encoded(v, params))
         if not taken:
             return None
-        rows = yield db.InsertJob(**job.params(v))
+        rows = yield job.insert(v)
         yield Announce(queues=[job.queue])
         return job.inserted(v, rows[0])
 

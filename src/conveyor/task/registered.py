@@ -94,7 +94,7 @@ class Task(Generic[P, R]):
         """Job options, type-checked apart from the task's own arguments:
         ``parse.using(key=url).enqueue(url=url)``. Those left out are the task's
         (``queue``, ``priority``, ``max_attempts``), else the queue's defaults."""
-        chosen = resolved(options, "using()")
+        chosen = dict(resolved(options, "using()"))
         for name, own in (("queue", self.queue), ("priority", self.priority),
                           ("max_attempts", self.max_attempts)):  # fmt: skip
             if options.get(name) is None:
