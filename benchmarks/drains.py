@@ -21,8 +21,8 @@ Systems, per database (``SYSTEMS``):
 - procrastinate: N ``procrastinate worker --one-shot`` processes (default concurrency 1),
   and a tuned row at ``--concurrency 10``;
 - pgqueuer: N processes of what ``pgq run --mode drain`` runs (its command line fails on
-  its own log-level option in this version; ``benchmarks.peer_loops.pgqueuer_run``) at its default ``--batch-size 10``, and
-  a tuned row at ``--batch-size 100``.
+  its own log-level option in this version; ``benchmarks.peer_loops.pgqueuer_run``) at
+  its default ``--batch-size 10``, and a tuned row at ``--batch-size 100``.
 """
 
 from __future__ import annotations
@@ -165,16 +165,23 @@ def _conveyor(backend: str, *, clocked: bool = False) -> DrainSystem:
             enqueue_bulk(q, run.n, queue=QUEUE)
 
     def argv(run: Run) -> list[list[str]]:
-        head = _py("-m", "benchmarks.lockclock", "-m", "conveyor") if clocked else _py("-m", "conveyor")
-        cmd = [*head, "worker", "--app", "benchmarks.drain_apps:conveyor_app",
-               "--db", conveyor_url(backend, run.db), "--burst", "--log-level", "warning"]  # fmt: skip
+        head = (
+            _py("-m", "benchmarks.lockclock", "-m", "conveyor")
+            if clocked
+            else _py("-m", "conveyor")
+        )
+        app = "benchmarks.drain_apps:conveyor_app"
+        url = conveyor_url(backend, run.db)
+        cmd = [*head, "worker", "--app", app, "--db", url, "--burst", "--log-level", "warning"]
         return [cmd] * run.processes
 
     def check(run: Run) -> None:
         with conveyor.connect(conveyor_url(backend, run.db)) as q:
             stats = q.stats(QUEUE)
         if stats.completed != run.n or stats.pending or stats.running or stats.failed:
-            raise VerificationFailed(f"conveyor worker drain: expected {run.n} completed, got {stats}")
+            raise VerificationFailed(
+                f"conveyor worker drain: expected {run.n} completed, got {stats}"
+            )
 
     return DrainSystem("conveyor worker", backend, fill, argv, check)
 
@@ -290,8 +297,9 @@ def _procrastinate(concurrency: int = 1) -> DrainSystem:
         asyncio.run(go())
 
     def argv(run: Run) -> list[list[str]]:
-        cmd = [str(BIN / "procrastinate"), "--app", "benchmarks.drain_apps.procrastinate_app",
-               "worker", "--queues", QUEUE, "--one-shot", "--concurrency", str(concurrency)]  # fmt: skip
+        app = "benchmarks.drain_apps.procrastinate_app"
+        cmd = [str(BIN / "procrastinate"), "--app", app, "worker", "--queues", QUEUE,
+               "--one-shot", "--concurrency", str(concurrency)]  # fmt: skip
         return [cmd] * run.processes
 
     def check(run: Run) -> None:
@@ -461,6 +469,8 @@ def _lock_held(logs: Path) -> tuple[int, int] | None:
 
 # -- figures for run.py ---------------------------------------------------------------------
 WORKLOAD = "drain, worker processes"
+FLOOR = "floor queue"
+FLOOR_ONE = "floor queue, 1 process"
 LOCK = "write lock held per job"
 
 
@@ -468,11 +478,15 @@ def figures(backend: str, workdir: Path, pg_url: str, n: int, peer_n: int, proce
             *, with_peers: bool, mariadb_url: str = MARIADB_URL) -> list[Figure]:  # fmt: skip
     out: list[Figure] = []
     for system in systems(backend, with_peers=with_peers):
-        ours = system.name in ("floor queue", "conveyor worker")
+        ours = system.name in (FLOOR, "conveyor worker")
         result = drain(system, n if ours else peer_n, processes, workdir, pg_url, mariadb_url)
         note = f"{result['processes']} process{'es' if result['processes'] > 1 else ''}"
         note += f"; {system.note}" if system.note else ""
         out.append(Figure(WORKLOAD, backend, system.name, "jobs/s", result["jobs/s"], note))
+        if system.name == FLOOR and processes != 1:
+            # The reference of everything that runs in one process (the API loops).
+            one = drain(system, n, 1, workdir, pg_url, mariadb_url)
+            out.append(Figure(WORKLOAD, backend, FLOOR_ONE, "jobs/s", one["jobs/s"], "1 process"))
     return out
 
 

@@ -94,7 +94,8 @@ def create_and_fill(backend: str, db: str, n: int) -> None:
         conn.execute(statement) if backend != "mariadb" else conn.cursor().execute(statement)
     for start in range(0, n, FILL_CHUNK):
         rows = [(QUEUE, json.dumps({"i": i})) for i in range(start, min(n, start + FILL_CHUNK))]
-        sql = f"INSERT INTO jobs (queue, payload) VALUES {', '.join([f'({mark}, {mark})'] * len(rows))}"
+        values = ", ".join([f"({mark}, {mark})"] * len(rows))
+        sql = f"INSERT INTO jobs (queue, payload) VALUES {values}"
         params = [v for r in rows for v in r]
         if backend == "sqlite":
             conn.execute("BEGIN IMMEDIATE")
@@ -113,7 +114,8 @@ def done_count(backend: str, db: str) -> tuple[int, int]:
     conn = connect(backend, db)
     sql = "SELECT sum(status = 'done'), sum(status <> 'done') FROM jobs"
     if backend == "postgresql":
-        sql = "SELECT count(*) FILTER (WHERE status = 'done'), count(*) FILTER (WHERE status <> 'done') FROM jobs"
+        sql = ("SELECT count(*) FILTER (WHERE status = 'done'),"
+               " count(*) FILTER (WHERE status <> 'done') FROM jobs")  # fmt: skip
     cur = conn.cursor()
     cur.execute(sql)
     done, other = cur.fetchone()
@@ -137,10 +139,8 @@ def work(backend: str, db: str) -> None:
             conn.execute("BEGIN IMMEDIATE")
             began = clock()
             if previous:
-                conn.execute(
-                    f"UPDATE jobs SET status = 'done' WHERE id IN ({','.join('?' * len(previous))})",
-                    previous,
-                )
+                marks = ",".join("?" * len(previous))
+                conn.execute(f"UPDATE jobs SET status = 'done' WHERE id IN ({marks})", previous)
             rows = conn.execute(
                 "UPDATE jobs SET status = 'running', claim_id = ? WHERE id IN ("
                 "SELECT id FROM jobs WHERE queue = ? AND status = 'pending'"
@@ -165,10 +165,8 @@ def work(backend: str, db: str) -> None:
             cur = conn.cursor()
             conn.begin()
             if previous:
-                cur.execute(
-                    f"UPDATE jobs SET status = 'done' WHERE id IN ({','.join(['%s'] * len(previous))})",
-                    previous,
-                )
+                marks = ",".join(["%s"] * len(previous))
+                cur.execute(f"UPDATE jobs SET status = 'done' WHERE id IN ({marks})", previous)
             cur.execute(
                 "SELECT id, payload FROM jobs WHERE status = 'pending' AND queue = %s"
                 " ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED",

@@ -15,7 +15,7 @@ import statistics
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -79,11 +79,49 @@ def summarise(figures: list[Figure]) -> list[Summary]:
     return out
 
 
+# -- one timing method for every system -----------------------------------------------------
+def time_calls(call: Callable[[int], Any], n: int, warmup: int) -> Any:
+    """Latency of ``n`` calls of ``call(i)``: ``time.perf_counter_ns()`` around the call
+    only, after ``warmup`` untimed calls (numbered -1, -2, ...). Every system's single
+    enqueue is timed by this, each in a fresh process (``benchmarks.isolated``)."""
+    from conveyor.cli.bench import Latency
+
+    for i in range(warmup):
+        call(-1 - i)
+    clock = time.perf_counter_ns
+    took = []
+    for i in range(n):
+        started = clock()
+        call(i)
+        took.append(clock() - started)
+    return Latency.of([t / 1e9 for t in took])
+
+
+async def time_calls_async(call: Callable[[int], Awaitable[Any]], n: int, warmup: int) -> Any:
+    """``time_calls`` for a coroutine function (the asyncio peers)."""
+    from conveyor.cli.bench import Latency
+
+    for i in range(warmup):
+        await call(-1 - i)
+    clock = time.perf_counter_ns
+    took = []
+    for i in range(n):
+        started = clock()
+        await call(i)
+        took.append(clock() - started)
+    return Latency.of([t / 1e9 for t in took])
+
+
 @dataclass
 class Scale:
     """How big each workload is. ``quick`` is for smoke tests and a first look."""
 
     enqueue_one: int = 500
+    # Untimed single enqueues first: the first ~1,000 commits into a new SQLite file are
+    # slower (its WAL file grows with each; after the first checkpoint it is reused), and
+    # a queue in use is past them.
+    warmup: int = 1_000
+    processes: int = 4  # worker processes of every system in the process drains
     bulk: int = 20_000
     drain: int = 10_000
     peer_drain: int = 5_000
@@ -97,13 +135,14 @@ class Scale:
 
     @classmethod
     def quick(cls) -> Scale:
-        return cls(enqueue_one=100, bulk=2_000, drain=2_000, peer_drain=500, latency_rounds=100,
+        return cls(enqueue_one=300, warmup=300, bulk=2_000, drain=3_000, peer_drain=1_500,
+                   latency_rounds=100,
                    backlogs=(1_000, 10_000), retained=10_000, worker_jobs=1_000,
                    start_latency_rounds=10, runs=1)  # fmt: skip
 
     @classmethod
     def smoke(cls) -> Scale:
-        return cls(enqueue_one=20, bulk=300, drain=300, peer_drain=50, latency_rounds=20,
+        return cls(enqueue_one=20, warmup=5, bulk=300, drain=300, peer_drain=50, latency_rounds=20,
                    backlogs=(200, 500), retained=500, worker_jobs=100,
                    start_latency_rounds=3, runs=1)  # fmt: skip
 

@@ -6,12 +6,11 @@ commit. huey has no batch enqueue, so bulk is reported as not available."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import sqlite_dir
-from conveyor.cli.bench import Latency, verify_once
+from benchmarks.harness import sqlite_dir, time_calls
+from conveyor.cli.bench import Latency
 
 
 class HueyPeer:
@@ -34,31 +33,12 @@ class HueyPeer:
 
         return huey, noop, ran
 
-    def enqueue_one(self, n: int) -> Latency:
+    def enqueue_one(self, n: int, warmup: int = 0) -> Latency:
         with sqlite_dir(str(self.workdir)) as folder:
-            _huey, noop, _ = self._huey(folder)
-            took = []
-            for i in range(n):
-                started = time.perf_counter()
-                noop(i)
-                took.append(time.perf_counter() - started)
-        return Latency.of(took)
+            huey, noop, _ = self._huey(folder)
+            lat: Latency = time_calls(noop, n, warmup)
+            huey.storage.close()
+        return lat
 
     def bulk(self, n: int) -> float | None:
         return None
-
-    def drain(self, n: int) -> float:
-        with sqlite_dir(str(self.workdir)) as folder:
-            huey, noop, ran = self._huey(folder)
-            # Filling is not measured: skip the per-job fsync there, restore it after.
-            huey.storage.conn.execute("PRAGMA synchronous = OFF")
-            for i in range(n):
-                noop(i)
-            huey.storage.conn.execute("PRAGMA synchronous = FULL")
-            started = time.perf_counter()
-            while (task := huey.dequeue()) is not None:
-                huey.execute(task)
-            took = time.perf_counter() - started
-            huey.storage.close()
-        verify_once(ran, n, len(ran), what="huey drain")
-        return took

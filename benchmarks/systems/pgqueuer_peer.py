@@ -13,11 +13,10 @@ import asyncio
 import json
 import logging
 import time
-from datetime import timedelta
 from typing import Any
 
-from benchmarks.harness import Span, pg_database
-from conveyor.cli.bench import Latency, verify_once
+from benchmarks.harness import pg_database, time_calls_async
+from conveyor.cli.bench import Latency
 
 CHUNK = 1000
 
@@ -44,20 +43,19 @@ class PgQueuerPeer:
         await queries.install()
         return conn, queries
 
-    def enqueue_one(self, n: int) -> Latency:
-        async def run(url: str) -> list[float]:
+    def enqueue_one(self, n: int, warmup: int = 0) -> Latency:
+        async def run(url: str) -> Latency:
             conn, queries = await self._open(url)
-            took = []
-            for i in range(n):
-                payload = json.dumps({"i": i}).encode()
-                started = time.perf_counter()
-                await queries.enqueue("noop", payload)
-                took.append(time.perf_counter() - started)
+
+            async def put(i: int) -> Any:
+                return await queries.enqueue("noop", json.dumps({"i": i}).encode())
+
+            lat: Latency = await time_calls_async(put, n, warmup)
             await conn.close()
-            return took
+            return lat
 
         with pg_database(self.pg_url) as url:
-            return Latency.of(asyncio.run(run(url)))
+            return asyncio.run(run(url))
 
     @staticmethod
     async def _fill(queries: Any, n: int) -> float:
@@ -77,34 +75,3 @@ class PgQueuerPeer:
 
         with pg_database(self.pg_url) as url:
             return asyncio.run(run(url))
-
-    def drain(self, n: int) -> float:
-        async def run(url: str) -> tuple[float, list[int]]:
-            import psycopg
-            from pgqueuer.db import PsycopgDriver
-            from pgqueuer.qm import QueueManager
-            from pgqueuer.queries import Queries
-            from pgqueuer.types import QueueExecutionMode
-
-            conn, queries = await self._open(url)
-            await self._fill(queries, n)
-            worker_conn = await psycopg.AsyncConnection.connect(url, autocommit=True)
-            qm = QueueManager(Queries(PsycopgDriver(worker_conn)))
-            ran: list[int] = []
-            clock = Span()
-
-            @qm.entrypoint("noop")
-            async def noop(job: Any) -> None:
-                clock.tick()
-                ran.append(json.loads(job.payload)["i"])
-
-            await qm.run(mode=QueueExecutionMode.drain, batch_size=self.batch_size,
-                         dequeue_timeout=timedelta(seconds=1))  # fmt: skip
-            await worker_conn.close()
-            await conn.close()
-            return clock.seconds(len(ran)), ran
-
-        with pg_database(self.pg_url) as url:
-            took, ran = asyncio.run(run(url))
-        verify_once(ran, n, len(ran), what="pgqueuer drain")
-        return took

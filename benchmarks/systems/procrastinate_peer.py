@@ -12,8 +12,8 @@ import logging
 import time
 from typing import Any
 
-from benchmarks.harness import Span, pg_database
-from conveyor.cli.bench import Latency, verify_once
+from benchmarks.harness import Span, pg_database, time_calls_async
+from conveyor.cli.bench import Latency
 
 CHUNK = 1000
 
@@ -42,20 +42,20 @@ class ProcrastinatePeer:
         noop.clock = clock  # type: ignore[attr-defined]
         return app, noop, ran
 
-    def enqueue_one(self, n: int) -> Latency:
-        async def run(url: str) -> list[float]:
+    def enqueue_one(self, n: int, warmup: int = 0) -> Latency:
+        async def run(url: str) -> Latency:
             app, noop, _ = self._app(url)
             async with app.open_async():
                 await app.schema_manager.apply_schema_async()
-                took = []
-                for i in range(n):
-                    started = time.perf_counter()
-                    await noop.defer_async(i=i)
-                    took.append(time.perf_counter() - started)
-            return took
+
+                async def defer(i: int) -> Any:
+                    return await noop.defer_async(i=i)
+
+                lat: Latency = await time_calls_async(defer, n, warmup)
+            return lat
 
         with pg_database(self.pg_url) as url:
-            return Latency.of(asyncio.run(run(url)))
+            return asyncio.run(run(url))
 
     @staticmethod
     async def _fill(noop: Any, n: int) -> float:
@@ -73,18 +73,3 @@ class ProcrastinatePeer:
 
         with pg_database(self.pg_url) as url:
             return asyncio.run(run(url))
-
-    def drain(self, n: int) -> float:
-        async def run(url: str) -> tuple[float, list[int]]:
-            app, noop, ran = self._app(url)
-            async with app.open_async():
-                await app.schema_manager.apply_schema_async()
-                await self._fill(noop, n)
-                await app.run_worker_async(queues=["bench"], wait=False, concurrency=1,
-                                           install_signal_handlers=False)  # fmt: skip
-            return noop.clock.seconds(len(ran)), ran
-
-        with pg_database(self.pg_url) as url:
-            took, ran = asyncio.run(run(url))
-        verify_once(ran, n, len(ran), what="procrastinate drain")
-        return took
