@@ -474,19 +474,20 @@ FLOOR_ONE = "floor queue, 1 process"
 LOCK = "write lock held per job"
 
 
-def figures(backend: str, workdir: Path, pg_url: str, n: int, peer_n: int, processes: int,
-            *, with_peers: bool, mariadb_url: str = MARIADB_URL) -> list[Figure]:  # fmt: skip
+def figures(system: DrainSystem, workdir: Path, pg_url: str, n: int, peer_n: int,
+            processes: int, mariadb_url: str = MARIADB_URL) -> list[Figure]:  # fmt: skip
+    """One system's drain with ``processes`` workers (and the floor's with one, too)."""
+    backend = system.backend
     out: list[Figure] = []
-    for system in systems(backend, with_peers=with_peers):
-        ours = system.name in (FLOOR, "conveyor worker")
-        result = drain(system, n if ours else peer_n, processes, workdir, pg_url, mariadb_url)
-        note = f"{result['processes']} process{'es' if result['processes'] > 1 else ''}"
-        note += f"; {system.note}" if system.note else ""
-        out.append(Figure(WORKLOAD, backend, system.name, "jobs/s", result["jobs/s"], note))
-        if system.name == FLOOR and processes != 1:
-            # The reference of everything that runs in one process (the API loops).
-            one = drain(system, n, 1, workdir, pg_url, mariadb_url)
-            out.append(Figure(WORKLOAD, backend, FLOOR_ONE, "jobs/s", one["jobs/s"], "1 process"))
+    ours = system.name in (FLOOR, "conveyor worker")
+    result = drain(system, n if ours else peer_n, processes, workdir, pg_url, mariadb_url)
+    note = f"{result['processes']} process{'es' if result['processes'] > 1 else ''}"
+    note += f"; {system.note}" if system.note else ""
+    out.append(Figure(WORKLOAD, backend, system.name, "jobs/s", result["jobs/s"], note))
+    if system.name == FLOOR and processes != 1:
+        # The reference of everything that runs in one process (the API loops).
+        one = drain(system, n, 1, workdir, pg_url, mariadb_url)
+        out.append(Figure(WORKLOAD, backend, FLOOR_ONE, "jobs/s", one["jobs/s"], "1 process"))
     return out
 
 

@@ -21,7 +21,10 @@ from benchmarks.drain_apps import log_job
 def litequeue(db: str) -> None:
     from litequeue import LiteQueue  # type: ignore[import-untyped]
 
-    q = LiteQueue(db)
+    # Its connection waits 5 s for the write lock (sqlite3's default): with 4 processes
+    # on a busy machine one of them can wait longer and fail with "database is locked".
+    # 30 s, conveyor's default, as a user running several processes would set it.
+    q = LiteQueue(db, timeout=30)
     q.conn.execute("PRAGMA synchronous = FULL")
     while (message := q.pop()) is not None:
         log_job(json.loads(message.data)["i"])

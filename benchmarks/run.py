@@ -116,12 +116,12 @@ class Runner:
             self.run_apis(backend, run)
         if self.wanted("drain"):
             # Every system's own workers, the same number of processes for each.
-            self.attempt(
-                f"{backend} drains ({s.processes} processes)",
-                partial(drains.figures, backend, self.workdir, self.pg_url, s.drain,
-                        s.peer_drain, s.processes, with_peers=self.with_peers,
-                        mariadb_url=self.mariadb_url),
-            )  # fmt: skip
+            for system in drains.systems(backend, with_peers=self.with_peers):
+                self.attempt(
+                    f"{backend} {system.name} drain ({s.processes} processes)",
+                    partial(drains.figures, system, self.workdir, self.pg_url, s.drain,
+                            s.peer_drain, s.processes, self.mariadb_url),
+                )  # fmt: skip
             if backend == "sqlite":
                 self.attempt("sqlite write lock held",
                              partial(drains.lock_figures, self.workdir, s.drain))  # fmt: skip
