@@ -147,25 +147,6 @@ class Scale:
                    start_latency_rounds=3, runs=1)  # fmt: skip
 
 
-class Span:
-    """First to last call of ``tick()``: the time a worker spent running a backlog, without
-    its start-up and shutdown. ``seconds(n)`` adds one average gap for the first job."""
-
-    def __init__(self) -> None:
-        self.first = 0.0
-        self.last = 0.0
-
-    def tick(self) -> None:
-        now = time.perf_counter()
-        if not self.first:
-            self.first = now
-        self.last = now
-
-    def seconds(self, count: int) -> float:
-        span = self.last - self.first
-        return span * count / (count - 1) if count > 1 else span
-
-
 # -- fresh databases ----------------------------------------------------------------------
 @contextlib.contextmanager
 def sqlite_dir(parent: str | None = None) -> Iterator[Path]:

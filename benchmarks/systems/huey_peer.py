@@ -1,8 +1,7 @@
 """huey (``SqliteHuey``) on SQLite, WAL with ``fsync=True`` (synchronous=FULL).
 
-Drain runs huey's own consumer step, ``dequeue()`` then ``execute()``, in a loop: what a
-huey worker thread does, minus its idle sleeps. Each dequeue deletes the row in its own
-commit. huey has no batch enqueue, so bulk is reported as not available."""
+Enqueue one calls the task, as huey's users do. huey has no batch enqueue, so bulk is
+reported as not available. Its drain (``huey_consumer``) is in ``benchmarks.drains``."""
 
 from __future__ import annotations
 
@@ -20,22 +19,21 @@ class HueyPeer:
     def __init__(self, workdir: Path) -> None:
         self.workdir = workdir
 
-    def _huey(self, folder: Path) -> tuple[Any, Any, list[int]]:
+    def _huey(self, folder: Path) -> tuple[Any, Any]:
         from huey import SqliteHuey  # type: ignore[import-untyped]
 
         huey = SqliteHuey(name="bench", filename=str(folder / "huey.db"), fsync=True,
                           journal_mode="wal")  # fmt: skip
-        ran: list[int] = []
 
         @huey.task()  # type: ignore[untyped-decorator]
         def noop(i: int) -> None:
-            ran.append(i)
+            pass
 
-        return huey, noop, ran
+        return huey, noop
 
     def enqueue_one(self, n: int, warmup: int = 0) -> Latency:
         with sqlite_dir(str(self.workdir)) as folder:
-            huey, noop, _ = self._huey(folder)
+            huey, noop = self._huey(folder)
             lat: Latency = time_calls(noop, n, warmup)
             huey.storage.close()
         return lat

@@ -1,6 +1,7 @@
 """litequeue on SQLite, WAL; it sets synchronous=NORMAL itself, so the benchmark sets it
-back to FULL. ``pop()`` locks a message (one commit), ``done()`` marks it (another).
-Bulk: ``put()`` in a loop inside one ``transaction()``, its way of batching."""
+back to FULL. Enqueue one is ``put()``. Bulk: ``put()`` in a loop inside one
+``transaction()``, its way of batching, 1,000 per transaction. Its drain (``pop()`` /
+``done()`` in worker processes) is in ``benchmarks.drains``."""
 
 from __future__ import annotations
 

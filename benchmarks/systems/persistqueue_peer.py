@@ -1,7 +1,7 @@
 """persist-queue (``SQLiteAckQueue``) on SQLite, WAL with synchronous=FULL.
 
-Its acknowledged queue is the one comparable to a job queue: ``get()`` marks an item
-unacked (one commit), ``ack()`` marks it done (a second commit). No batch enqueue."""
+Its acknowledged queue is the one comparable to a job queue. Enqueue one is ``put()``;
+no batch enqueue. Its drain (``get()`` / ``ack()``) is in ``benchmarks.drains``."""
 
 from __future__ import annotations
 

@@ -1,11 +1,8 @@
 """pgqueuer on PostgreSQL (fsync on), through its psycopg driver.
 
-Enqueue one is ``Queries.enqueue`` of one job; bulk passes lists of 1,000. Drain runs
-pgqueuer's own ``QueueManager`` in ``drain`` mode with its default batch size (10):
-it picks batches of jobs and writes their completion log in buffered batches. It is also
-run with ``batch_size=100`` (drain only), the batch conveyor's drain claims. The clock
-runs from the first job's start to the last job's end, leaving out the worker's start-up
-and shutdown (a few seconds of fixed cost)."""
+Enqueue one is ``Queries.enqueue`` of one job; bulk passes lists of 1,000. Its drains
+(its runner in worker processes, at ``batch_size`` 10 and 100) are in
+``benchmarks.drains``."""
 
 from __future__ import annotations
 
@@ -25,11 +22,8 @@ class PgQueuerPeer:
     name = "pgqueuer"
     backend = "postgresql"
 
-    def __init__(self, pg_url: str, batch_size: int = 10) -> None:
+    def __init__(self, pg_url: str) -> None:
         self.pg_url = pg_url
-        self.batch_size = batch_size
-        if batch_size != 10:  # not its default: say so wherever the figure shows
-            self.name = f"pgqueuer (batch_size={batch_size})"
         logging.getLogger("pgqueuer").setLevel(logging.WARNING)
 
     @staticmethod

@@ -1,9 +1,7 @@
 """procrastinate on PostgreSQL (fsync on), through its psycopg connector.
 
 Enqueue one is ``defer_async`` (one INSERT, one commit); bulk is ``batch_defer_async``.
-Drain runs procrastinate's own worker (``run_worker_async(wait=False)``, concurrency 1),
-which fetches one job per transaction and finishes it in another. The clock runs from
-the first job's start to the last job's end (start-up and shutdown left out)."""
+Its drains (``procrastinate worker`` processes) are in ``benchmarks.drains``."""
 
 from __future__ import annotations
 
@@ -12,7 +10,7 @@ import logging
 import time
 from typing import Any
 
-from benchmarks.harness import Span, pg_database, time_calls_async
+from benchmarks.harness import pg_database, time_calls_async
 from conveyor.cli.bench import Latency
 
 CHUNK = 1000
@@ -27,24 +25,20 @@ class ProcrastinatePeer:
         logging.getLogger("procrastinate").setLevel(logging.WARNING)
 
     @staticmethod
-    def _app(url: str) -> tuple[Any, Any, list[int]]:
+    def _app(url: str) -> tuple[Any, Any]:
         import procrastinate
 
         app = procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=url))
-        ran: list[int] = []
-        clock = Span()
 
         @app.task(name="noop", queue="bench")
         async def noop(i: int) -> None:
-            clock.tick()
-            ran.append(i)
+            pass
 
-        noop.clock = clock  # type: ignore[attr-defined]
-        return app, noop, ran
+        return app, noop
 
     def enqueue_one(self, n: int, warmup: int = 0) -> Latency:
         async def run(url: str) -> Latency:
-            app, noop, _ = self._app(url)
+            app, noop = self._app(url)
             async with app.open_async():
                 await app.schema_manager.apply_schema_async()
 
@@ -66,7 +60,7 @@ class ProcrastinatePeer:
 
     def bulk(self, n: int) -> float | None:
         async def run(url: str) -> float:
-            app, noop, _ = self._app(url)
+            app, noop = self._app(url)
             async with app.open_async():
                 await app.schema_manager.apply_schema_async()
                 return await self._fill(noop, n)
