@@ -36,7 +36,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +58,6 @@ class Run:
     logs: Path
     n: int
     processes: int
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -71,9 +70,6 @@ class DrainSystem:
     stops_itself: bool = True  # else stopped (SIGINT, graceful) once every job has run
     processes: int | None = None  # fixed: the system is not safe with more
     note: str = ""
-
-    def label(self, processes: int) -> str:
-        return self.name
 
 
 # -- fresh databases ------------------------------------------------------------------------
