@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import conveyor
-from benchmarks.harness import pg_database, sqlite_connect, sqlite_dir, time_calls
-from conveyor.cli.bench import Latency, VerificationFailed, verify_once
+from benchmarks.harness import Timed, pg_database, sqlite_connect, sqlite_dir, time_calls
+from conveyor.cli.bench import VerificationFailed, verify_once
 
 BATCH = 100
 BULK_CHUNK = 1000
@@ -114,11 +114,11 @@ class SQLiteFloor:
             conn.execute(statement)
         return conn
 
-    def enqueue_one(self, n: int, warmup: int = 0) -> Latency:
+    def enqueue_one(self, n: int, warmup: int = 0) -> Timed:
         with sqlite_dir(str(self.workdir)) as folder:
             conn = self._open(folder)
             sql = self.sql["insert"]
-            lat: Latency = time_calls(
+            lat: Timed = time_calls(
                 lambda i: conn.execute(sql, ("default", json.dumps({"i": i}))), n, warmup
             )
             conn.close()
@@ -186,11 +186,11 @@ class PostgresFloor:
                 conn.execute(statement)
         return conn
 
-    def enqueue_one(self, n: int, warmup: int = 0) -> Latency:
+    def enqueue_one(self, n: int, warmup: int = 0) -> Timed:
         with pg_database(self.pg_url) as url:
             conn = self._open(url)
             sql = self.sql["insert"]
-            lat: Latency = time_calls(
+            lat: Timed = time_calls(
                 lambda i: conn.execute(sql, ("default", json.dumps({"i": i}))), n, warmup
             )
             conn.close()

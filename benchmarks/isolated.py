@@ -1,4 +1,4 @@
-"""Every measurement of enqueue one and bulk enqueue in a fresh process of its own.
+"""Every measurement of enqueue one and bulk enqueue in fresh processes of their own.
 
 One long-lived process measuring every system in turn is not fair: whatever ran before
 (another system's drain, its garbage, its file writes still being flushed by the kernel)
@@ -13,7 +13,7 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
-from benchmarks.harness import Figure
+from benchmarks.harness import Figure, Timed
 
 
 def in_fresh_process(fn: Callable[..., Any], *args: Any) -> Any:
@@ -22,11 +22,45 @@ def in_fresh_process(fn: Callable[..., Any], *args: Any) -> Any:
         return pool.submit(fn, *args).result()
 
 
-def one(system: Any, n: int, warmup: int) -> list[Figure]:
-    lat = system.enqueue_one(n, warmup)
-    note = f"{n} samples after {warmup} untimed"
-    where = ("enqueue one", system.backend, system.name)
-    return [Figure(*where, "p50 ms", lat.p50, note), Figure(*where, "p99 ms", lat.p99, note)]
+def one_block(system: Any, n: int, warmup: int) -> list[float]:
+    """One block of single enqueues on a fresh database: ``n`` durations, in seconds."""
+    seconds: list[float] = system.enqueue_one(n, warmup).seconds
+    return seconds
+
+
+def enqueue_one(systems: list[Any], n: int, warmup: int, blocks: int,
+                problems: dict[str, str]) -> list[Figure]:  # fmt: skip
+    """Every system's single enqueue in ``blocks`` blocks of ``n / blocks`` samples, each
+    block a fresh process and database after ``warmup`` untimed enqueues; the systems
+    take turns block by block (rotating who goes first), and each system's blocks are
+    pooled before its percentiles are taken. A system that fails is left out and said in
+    ``problems``."""
+    per_block = max(1, n // blocks)
+    samples: dict[int, list[float]] = {id(s): [] for s in systems}
+    failed: set[int] = set()
+    for block in range(blocks):
+        shift = block % len(systems)
+        for system in systems[shift:] + systems[:shift]:
+            if id(system) in failed:
+                continue
+            try:
+                samples[id(system)] += in_fresh_process(one_block, system, per_block, warmup)
+            except Exception as exc:
+                if "Verification" in type(exc).__name__:
+                    raise
+                failed.add(id(system))
+                problems[f"{system.backend} {system.name} enqueue_one"] = (
+                    f"{type(exc).__name__}: {exc}"
+                )
+    out = []
+    for system in systems:
+        if id(system) in failed or not samples[id(system)]:
+            continue
+        lat = Timed(samples[id(system)]).latency
+        note = f"{lat.count} samples in {blocks} blocks, each after {warmup} untimed"
+        where = ("enqueue one", system.backend, system.name)
+        out += [Figure(*where, "p50 ms", lat.p50, note), Figure(*where, "p99 ms", lat.p99, note)]
+    return out
 
 
 def bulk(system: Any, n: int) -> list[Figure]:

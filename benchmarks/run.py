@@ -141,12 +141,14 @@ class Runner:
             systems.append(ConveyorIds(backend, self.workdir, self.pg_url))
         # Rotate the order run by run, so no system always follows the same neighbour.
         shift = run % len(systems)
-        for system in systems[shift:] + systems[:shift]:
+        systems = systems[shift:] + systems[:shift]
+        if self.wanted("enqueue_one"):
+            singles = [x for x in systems if not isinstance(x, ConveyorIds)]
+            self.attempt(f"{backend} enqueue_one", partial(
+                isolated.enqueue_one, singles, s.enqueue_one, s.warmup, s.blocks,
+                self.problems))  # fmt: skip
+        for system in systems:
             tag = f"{backend} {system.name}"
-            bulk_only = isinstance(system, ConveyorIds)
-            if self.wanted("enqueue_one") and not bulk_only:
-                one = partial(isolated.one, system, s.enqueue_one, s.warmup)
-                self.attempt(f"{tag} enqueue_one", partial(isolated.in_fresh_process, one))
             if self.wanted("bulk"):
                 self.attempt(f"{tag} bulk", partial(
                     isolated.in_fresh_process, isolated.bulk, system, s.bulk))  # fmt: skip

@@ -8,9 +8,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import conveyor
-from benchmarks.harness import pg_database, sqlite_dir, time_calls
+from benchmarks.harness import Timed, pg_database, sqlite_dir, time_calls
 from conveyor.cli import bench as workloads
-from conveyor.cli.bench import Latency
 
 
 class ConveyorAPI:
@@ -34,7 +33,7 @@ class ConveyorAPI:
         with pg_database(self.pg_url) as url, conveyor.connect(url) as q:
             yield q
 
-    def enqueue_one(self, n: int, warmup: int = 0) -> Latency:
+    def enqueue_one(self, n: int, warmup: int = 0) -> Timed:
         with self.queue() as q:
             return time_calls(lambda i: q.enqueue(workloads.NOOP_TASK, {"i": i}), n, warmup)
 

@@ -8,8 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import sqlite_dir, time_calls
-from conveyor.cli.bench import Latency
+from benchmarks.harness import Timed, sqlite_dir, time_calls
 
 
 class HueyPeer:
@@ -31,10 +30,10 @@ class HueyPeer:
 
         return huey, noop
 
-    def enqueue_one(self, n: int, warmup: int = 0) -> Latency:
+    def enqueue_one(self, n: int, warmup: int = 0) -> Timed:
         with sqlite_dir(str(self.workdir)) as folder:
             huey, noop = self._huey(folder)
-            lat: Latency = time_calls(noop, n, warmup)
+            lat: Timed = time_calls(noop, n, warmup)
             huey.storage.close()
         return lat
 

@@ -10,8 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import sqlite_dir, time_calls
-from conveyor.cli.bench import Latency
+from benchmarks.harness import Timed, sqlite_dir, time_calls
 
 CHUNK = 1000
 
@@ -30,10 +29,10 @@ class LiteQueuePeer:
         q.conn.execute("PRAGMA synchronous = FULL")
         return q
 
-    def enqueue_one(self, n: int, warmup: int = 0) -> Latency:
+    def enqueue_one(self, n: int, warmup: int = 0) -> Timed:
         with sqlite_dir(str(self.workdir)) as folder:
             q = self._queue(folder)
-            lat: Latency = time_calls(lambda i: q.put(json.dumps({"i": i})), n, warmup)
+            lat: Timed = time_calls(lambda i: q.put(json.dumps({"i": i})), n, warmup)
             q.close()
         return lat
 

@@ -8,8 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import sqlite_dir, time_calls
-from conveyor.cli.bench import Latency
+from benchmarks.harness import Timed, sqlite_dir, time_calls
 
 
 class PersistQueuePeer:
@@ -31,10 +30,10 @@ class PersistQueuePeer:
         for conn in {id(q._putter): q._putter, id(q._getter): q._getter}.values():
             conn.execute(f"PRAGMA synchronous = {level}")
 
-    def enqueue_one(self, n: int, warmup: int = 0) -> Latency:
+    def enqueue_one(self, n: int, warmup: int = 0) -> Timed:
         with sqlite_dir(str(self.workdir)) as folder:
             q = self._queue(folder)
-            lat: Latency = time_calls(lambda i: q.put({"i": i}), n, warmup)
+            lat: Timed = time_calls(lambda i: q.put({"i": i}), n, warmup)
             q.close()
         return lat
 

@@ -12,8 +12,7 @@ import logging
 import time
 from typing import Any
 
-from benchmarks.harness import pg_database, time_calls_async
-from conveyor.cli.bench import Latency
+from benchmarks.harness import Timed, pg_database, time_calls_async
 
 CHUNK = 1000
 
@@ -37,14 +36,14 @@ class PgQueuerPeer:
         await queries.install()
         return conn, queries
 
-    def enqueue_one(self, n: int, warmup: int = 0) -> Latency:
-        async def run(url: str) -> Latency:
+    def enqueue_one(self, n: int, warmup: int = 0) -> Timed:
+        async def run(url: str) -> Timed:
             conn, queries = await self._open(url)
 
             async def put(i: int) -> Any:
                 return await queries.enqueue("noop", json.dumps({"i": i}).encode())
 
-            lat: Latency = await time_calls_async(put, n, warmup)
+            lat: Timed = await time_calls_async(put, n, warmup)
             await conn.close()
             return lat
 

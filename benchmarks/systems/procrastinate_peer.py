@@ -10,8 +10,7 @@ import logging
 import time
 from typing import Any
 
-from benchmarks.harness import pg_database, time_calls_async
-from conveyor.cli.bench import Latency
+from benchmarks.harness import Timed, pg_database, time_calls_async
 
 CHUNK = 1000
 
@@ -36,8 +35,8 @@ class ProcrastinatePeer:
 
         return app, noop
 
-    def enqueue_one(self, n: int, warmup: int = 0) -> Latency:
-        async def run(url: str) -> Latency:
+    def enqueue_one(self, n: int, warmup: int = 0) -> Timed:
+        async def run(url: str) -> Timed:
             app, noop = self._app(url)
             async with app.open_async():
                 await app.schema_manager.apply_schema_async()
@@ -45,7 +44,7 @@ class ProcrastinatePeer:
                 async def defer(i: int) -> Any:
                     return await noop.defer_async(i=i)
 
-                lat: Latency = await time_calls_async(defer, n, warmup)
+                lat: Timed = await time_calls_async(defer, n, warmup)
             return lat
 
         with pg_database(self.pg_url) as url:
