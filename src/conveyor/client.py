@@ -35,11 +35,13 @@ from conveyor.errors import (
     InvalidTransition,
     JobNotFound,
     StaleClaim,
+    WorkflowNotFound,
 )
 from conveyor.info import QueueSettings, ScheduleInfo, Throughput, WorkerInfo
 from conveyor.job import Claim, Job, Stats, Status
 from conveyor.ops import Call
 from conveyor.ops.defaults import Defaults
+from conveyor.workflow import run_from_json, summary_from_json
 
 T = TypeVar("T")
 # One long poll never outlasts the server's default bound (60 s); wait() chains them.
@@ -47,8 +49,10 @@ _WAIT_SLICE = 30.0
 # Each error class names its own code: the server sends it, the client maps it back.
 _ERRORS_BY_CODE: dict[str, type[ConveyorError]] = {
     cls.code: cls
-    for cls in (JobNotFound, StaleClaim, InvalidTransition, DuplicateJob, DatabaseError)
-}
+    for cls in (
+        JobNotFound, StaleClaim, InvalidTransition, DuplicateJob, DatabaseError, WorkflowNotFound,
+    )
+}  # fmt: skip
 Request = tuple[str, str, Any, Mapping[str, Any] | None]  # method, path, body, query
 
 
@@ -228,6 +232,9 @@ def request_for(op: str, a: Mapping[str, Any]) -> Request:
         body = {"items": a["items"], "error": a["error"], "base_seconds": a["base_s"],
                 "cap_seconds": a["cap_s"], "max_attempts": a["max_attempts"]}  # fmt: skip
         return "POST", "/api/notifications/retry", body, None
+    workflow = workflow_request(op, a)
+    if workflow is not None:
+        return workflow
     raise ConfigurationError(f"a remote queue cannot run {op!r}")
 
 
@@ -349,6 +356,34 @@ _DECODE: dict[str, Callable[[Any, int], Any]] = {
     "mark_notified": _count("marked_count"),
     "retry_notifications": _count("retried_count"),
 }
+
+
+def workflow_request(op: str, a: Mapping[str, Any]) -> Request | None:
+    """The request for a workflow operation (None: ``op`` is not one)."""
+    if op == "enqueue_workflow":
+        return "POST", "/api/workflows", to_json(a["workflow"]), None
+    if op == "workflow":
+        return "GET", f"/api/workflows/{a['workflow_id']}", None, None
+    if op == "workflows":
+        return "GET", "/api/workflows", None, dict(a)
+    if op in ("cancel_workflow", "retry_workflow"):
+        action = op.removesuffix("_workflow")
+        return "POST", f"/api/workflows/{a['workflow_id']}/{action}", None, None
+    if op == "parents":
+        return "GET", f"{job_path(a['job_id'])}/parents", None, None
+    return None
+
+
+_DECODE.update(
+    {
+        "enqueue_workflow": lambda data, status: run_from_json(data),
+        "workflow": lambda data, status: run_from_json(data),
+        "workflows": lambda data, status: [summary_from_json(w) for w in data["workflows"]],
+        "cancel_workflow": lambda data, status: run_from_json(data),
+        "retry_workflow": lambda data, status: run_from_json(data),
+        "parents": _jobs,
+    }
+)
 
 
 # Operations whose "no such job" answer is None rather than an error.
