@@ -360,7 +360,7 @@ class WorkflowRun:
     status: WorkflowStatus
     counts: dict[str, int]
     created_at: datetime
-    jobs: dict[str, Job]
+    jobs: Mapping[str, Job]
 
     @property
     def total(self) -> int:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -132,14 +132,45 @@ def _insert_run(v: Values, label: str, prepared: list[_Prepared]) -> Plan[Workfl
     for start in range(0, len(edges), _EDGE_CHUNK):
         yield db.InsertStepEdges(items=v.json_param(edges[start : start + _EDGE_CHUNK]))
     yield Announce(queues={s.job.queue for s in prepared if not s.parents})
-    # The payloads as stored, decoded in one pass (a tuple sent comes back a list).
-    payloads = json.loads("[" + ",".join(s.job.payload_json or "null" for s in prepared) + "]")
-    jobs = {
-        s.name: _new_step(v, s, wid, inserted[s.name], ids, created, payload)
-        for s, payload in zip(prepared, payloads, strict=True)
-    }
+    jobs = _NewSteps(v, prepared, wid, inserted, ids, created)
     counts = full_counts({Status.PENDING: len(jobs)})
     return WorkflowRun(wid, label, run_status(counts), counts, created, jobs)
+
+
+class _NewSteps(Mapping[str, Job]):
+    """The jobs of a run just enqueued, by step name, each made on first use: a caller
+    who enqueues ten thousand steps often reads only a few of them."""
+
+    def __init__(
+        self,
+        v: Values,
+        prepared: list[_Prepared],
+        wid: int,
+        rows: Mapping[str, Row],
+        ids: Mapping[str, int],
+        created: datetime,
+    ) -> None:
+        self._steps = {s.name: s for s in prepared}
+        self._args = (v, wid, rows, ids, created)
+        self._made: dict[str, Job] = {}
+
+    def __getitem__(self, name: str) -> Job:
+        job = self._made.get(name)
+        if job is None:
+            s = self._steps[name]
+            v, wid, rows, ids, created = self._args
+            payload = None if s.job.payload_json is None else json.loads(s.job.payload_json)
+            job = self._made[name] = _new_step(v, s, wid, rows[name], ids, created, payload)
+        return job
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._steps)
+
+    def __len__(self) -> int:
+        return len(self._steps)
+
+    def __repr__(self) -> str:
+        return f"<{len(self)} jobs: {', '.join(list(self._steps)[:5])}…>"
 
 
 def _new_step(
