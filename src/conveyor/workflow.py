@@ -182,6 +182,8 @@ class Workflow:
         """Copy ``other``'s steps into this workflow (renamed when a name is taken); its
         first steps run after ``after``. Returns the copies of its last steps (those no
         other step runs after), for what comes next to run after."""
+        if other is self:
+            raise InvalidArgument("include: a workflow cannot include itself")
         start = self._parents(after)
         copies: dict[str, Step] = {}
         for original in other:

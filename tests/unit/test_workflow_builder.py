@@ -84,6 +84,8 @@ def test_chain_and_group_wire_their_parts() -> None:
     names = {s.name: [p.name for p in s.after] for s in nested}
     assert names == {"first": [], "page": ["first"], "page-2": ["first"],
                      "finalize": ["page", "page-2"], "last": ["finalize"]}  # fmt: skip
+    with pytest.raises(InvalidArgument, match="itself"):
+        nested.include(nested)
     with pytest.raises(InvalidArgument):
         conveyor.chain()
     with pytest.raises(InvalidArgument, match="step"):
