@@ -205,16 +205,20 @@ def _new_step(
 
 
 def _refuse_duplicate(missing: list[_Prepared]) -> Plan[None]:
-    s = missing[0]
-    assert s.job.key is not None
-    rows = yield db.ActiveByKey(queue=s.job.queue, key=s.job.key)
-    found = rows[0] if rows else None
-    raise DuplicateJob(
-        f"step {s.name!r}: "
-        + (f"job {found['id']} is already {found['status']}" if found else "an active job is")
-        + f" with key {s.job.key!r} in queue {s.job.queue!r}; nothing was enqueued",
-        job_id=None if found is None else int(found["id"]),
-    )
+    """Steps were not inserted because active jobs hold their keys (a dialect may leave
+    out a whole chunk for one such step): name the first step whose key is held."""
+    for s in missing:
+        if s.job.key is None:
+            continue
+        rows = yield db.ActiveByKey(queue=s.job.queue, key=s.job.key)
+        if rows:
+            found = rows[0]
+            raise DuplicateJob(
+                f"step {s.name!r}: job {found['id']} is already {found['status']} with key "
+                f"{s.job.key!r} in queue {s.job.queue!r}; nothing was enqueued",
+                job_id=int(found["id"]),
+            )
+    raise DuplicateJob("an active job holds the key of a step; nothing was enqueued")
 
 
 # -- reading ------------------------------------------------------------------------
