@@ -163,6 +163,27 @@ def test_retrying_a_run_reruns_the_failed_steps_and_those_after_them(q: Any) -> 
     assert q.retry_workflow(run.id).counts == done.counts
 
 
+def test_a_run_whose_failed_step_was_retried_alone_is_retried_from_its_cancelled_steps(
+    q: Any,
+) -> None:
+    wf = conveyor.Workflow("alone")
+    first = wf.add("a")
+    second = wf.add("b", after=[first])
+    wf.add("c", after=[second])
+    run = q.enqueue_workflow(wf)
+    claim = q.claim_job(run.jobs["a"].id)
+    q.fail(run.jobs["a"].id, claim.id, "broken", retryable=False)
+    q.retry(run.jobs["a"].id)  # the failed step alone: what ran after it stays cancelled
+    claim = q.claim_job(run.jobs["a"].id)
+    q.complete(run.jobs["a"].id, claim.id)
+    assert q.workflow(run.id).status == WorkflowStatus.CANCELLED
+    again = q.retry_workflow(run.id)
+    assert {n: (j.status, j.waiting_for) for n, j in again.jobs.items()} == {
+        "a": (Status.COMPLETED, 0), "b": (Status.PENDING, 0), "c": (Status.PENDING, 1),
+    }  # fmt: skip
+    assert [j.step for j in q.claim(limit=5).jobs] == ["b"]
+
+
 def test_retrying_a_job_cancelled_for_its_dependency_counts_its_dependencies_again(q: Any) -> None:
     first, second = q.enqueue("first"), q.enqueue("second")
     both = q.enqueue("both", after=[first.id, second.id])

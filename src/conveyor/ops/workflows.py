@@ -10,6 +10,7 @@ parents. From then on the database's dependency trigger counts it down.
 from __future__ import annotations
 
 import json
+import re
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -344,13 +345,25 @@ def retry_workflow(run: Any) -> Call[WorkflowRun]:
     return Call("retry_workflow", {"workflow_id": wid}, build)
 
 
+_CANCELLED_BY_FAILURE = re.compile(r"dependency job \d+ failed")
+
+
 def _to_retry(steps: Iterable[Row], edges: Iterable[Row]) -> list[int]:
-    """The failed steps, and every step after them (transitively) that is final."""
-    status = {int(r["id"]): r["status"] for r in steps}
+    """The failed steps and those cancelled because a step they ran after failed (also
+    when that step was retried alone since), and every step after them (transitively)
+    that is final."""
+    status: dict[int, str] = {}
+    chosen: set[int] = set()
+    for r in steps:
+        jid, now = int(r["id"]), r["status"]
+        status[jid] = now
+        if now == Status.FAILED or (
+            now == Status.CANCELLED and _CANCELLED_BY_FAILURE.fullmatch(r["error"] or "")
+        ):
+            chosen.add(jid)
     children: dict[int, list[int]] = {}
     for e in edges:
         children.setdefault(int(e["depends_on"]), []).append(int(e["job_id"]))
-    chosen = {jid for jid, s in status.items() if s == Status.FAILED}
     todo = deque(chosen)
     seen = set(chosen)
     while todo:
