@@ -25,6 +25,7 @@ from conveyor.errors import (
     InvalidTransition,
     JobNotFound,
     StaleClaim,
+    WorkflowNotFound,
 )
 from conveyor.info import QueueSettings, Rate, ScheduleInfo, Throughput, WorkerInfo
 from conveyor.job import AttemptError, Claim, ErrorKind, Job, Progress, Stats, Status
@@ -32,6 +33,17 @@ from conveyor.ops.reports import Report
 from conveyor.queue import Dedupe, Queue, connect
 from conveyor.retry import Backoff, Fixed
 from conveyor.task import Context
+from conveyor.workflow import (
+    Step,
+    StepSpec,
+    Workflow,
+    WorkflowRun,
+    WorkflowStatus,
+    WorkflowSummary,
+    chain,
+    group,
+    step,
+)
 
 if TYPE_CHECKING:
     from conveyor.worker import Worker, WorkerStats
@@ -79,11 +91,21 @@ __all__ = [
     "StaleClaim",
     "Stats",
     "Status",
+    "Step",
+    "StepSpec",
     "Task",
     "Terminal",
     "Throughput",
     "Worker",
     "WorkerInfo",
     "WorkerStats",
+    "Workflow",
+    "WorkflowNotFound",
+    "WorkflowRun",
+    "WorkflowStatus",
+    "WorkflowSummary",
+    "chain",
     "connect",
+    "group",
+    "step",
 ]

@@ -34,6 +34,7 @@ from conveyor.errors import (
     InvalidTransition,
     JobNotFound,
     StaleClaim,
+    WorkflowNotFound,
 )
 from conveyor.job import Job
 from conveyor.ops import Call
@@ -45,8 +46,10 @@ _WAIT_SLICE = 30.0
 # Each error class names its own code: the server sends it, the client maps it back.
 _ERRORS_BY_CODE: dict[str, type[ConveyorError]] = {
     cls.code: cls
-    for cls in (JobNotFound, StaleClaim, InvalidTransition, DuplicateJob, DatabaseError)
-}
+    for cls in (
+        JobNotFound, StaleClaim, InvalidTransition, DuplicateJob, DatabaseError, WorkflowNotFound,
+    )
+}  # fmt: skip
 Request = tuple[str, str, Any, Mapping[str, Any] | None]  # method, path, body, query
 
 

@@ -28,9 +28,11 @@ from conveyor.ops import (
     registry,
     reports,
 )
+from conveyor.ops import workflows as runs
 from conveyor.ops.defaults import DEFAULT_LEASE, Defaults, Duration
 from conveyor.options import EnqueueOptions
 from conveyor.retry import BackoffPolicy, seconds
+from conveyor.workflow import Workflow, WorkflowRun, WorkflowSummary
 
 T = TypeVar("T")
 
@@ -463,6 +465,39 @@ class QueueAPI(ABC):
     def schedules(self) -> list[ScheduleInfo]:
         """Every periodic schedule, with its last and next slot."""
         return self._run(registry.schedules())
+
+    # -- workflows ------------------------------------------------------------------------
+    def enqueue_workflow(self, workflow: Workflow) -> WorkflowRun:
+        """Enqueue every step of ``workflow`` in one transaction (all or nothing); each
+        step is a job that runs once the steps it names completed. Returns the run:
+        its id and each step's job by step name."""
+        return self._run(runs.enqueue_workflow(self.defaults, workflow))
+
+    def workflow(self, workflow_id: int) -> WorkflowRun:
+        """A run: its status, its steps' counts by status and its steps' jobs (else
+        ``WorkflowNotFound``)."""
+        return self._run(runs.workflow(workflow_id))
+
+    def workflows(
+        self, *, limit: int = 100, after: int | None = None, newest_first: bool = False
+    ) -> list[WorkflowSummary]:
+        """Runs in id order, ``limit`` at a time, with their status and counts; page with
+        ``after`` = the last id seen (``newest_first``: descending, below ``after``)."""
+        return self._run(runs.workflows(limit=limit, after=after, newest_first=newest_first))
+
+    def cancel_workflow(self, workflow_id: int) -> WorkflowRun:
+        """Cancel every step of the run that is not final yet; returns the run."""
+        return self._run(runs.cancel_workflow(workflow_id))
+
+    def retry_workflow(self, workflow_id: int) -> WorkflowRun:
+        """Retry the run's failed steps and the steps after them that already ended
+        (cancelled because of the failure, or run anyway): pending again, attempts
+        reset, each running once its parents completed. Returns the run."""
+        return self._run(runs.retry_workflow(workflow_id))
+
+    def parents(self, job_id: int) -> list[Job]:
+        """The jobs this one runs after (its dependencies), whole, in id order."""
+        return self._run(runs.parents(job_id))
 
     # -- notifications ------------------------------------------------------------------
     def take_notifications(

@@ -107,6 +107,10 @@ class Job:
     # One entry per failed attempt, oldest first (the latest 20); ``error`` is the last
     # one's text, cleared when the job completes.
     errors: tuple[AttemptError, ...] = ()
+    # The workflow run this job is a step of, and the step's name in it (``None`` for a
+    # job enqueued on its own).
+    workflow_id: int | None = None
+    step: str | None = None
     # True when enqueue returned an existing job for the key instead of creating one.
     deduplicated: bool = field(default=False, compare=False)
 

@@ -21,11 +21,11 @@ from conveyor.web.auth import ENV_TOKENS, ENV_TOKENS_FILE, Role, Tokens, tokens_
 from conveyor.web.guard import Guard, SecurityHeaders
 from conveyor.web.limits import BodyLimits, Limits
 from conveyor.web.metrics import Metrics
-from conveyor.web.routes import admin, bulk, flow, jobs, ops, runtime, whoami, work
+from conveyor.web.routes import admin, bulk, flow, jobs, ops, runtime, whoami, work, workflows
 from conveyor.web.state import ServerState
 
 log = logging.getLogger("conveyor.web")
-ROUTES = (jobs, work, runtime, admin, bulk, flow, ops, whoami)
+ROUTES = (jobs, work, runtime, admin, bulk, flow, ops, whoami, workflows)
 
 DESCRIPTION = """The conveyor job queue over HTTP: the same contract as the Python API.
 
