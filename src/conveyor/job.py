@@ -107,6 +107,9 @@ class Job:
     # One entry per failed attempt, oldest first (the latest 20); ``error`` is the last
     # one's text, cleared when the job completes.
     errors: tuple[AttemptError, ...] = ()
+    # The W3C trace context of the code that enqueued it (JSON: traceparent, tracestate),
+    # when that code was traced (``conveyor.tracing``).
+    trace_context: str | None = None
     # True when enqueue returned an existing job for the key instead of creating one.
     deduplicated: bool = field(default=False, compare=False)
 

@@ -74,12 +74,14 @@ class InsertJob(RowsOp):
     job_group: str
     depends_on: str
     waiting_for: int | None
+    trace_context: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class InsertJobs(RowsOp):
     """Many jobs without keys or dependencies in one statement. :items is a JSON array of rows,
-    each [queue, task, payload, priority, run_at, max_attempts, job_group]."""
+    each [queue, task, payload, priority, run_at, max_attempts, job_group,
+    trace_context]."""
 
     op: ClassVar[str] = "insert_jobs"
     items: str
