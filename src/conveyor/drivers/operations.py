@@ -351,6 +351,37 @@ class ReopenJobWithinAttempts(RowsOp):
 
 
 @dataclass(frozen=True, slots=True)
+class SealedJobs(RowsOp):
+    """Jobs whose payload or result is encrypted (``conveyor.crypto``; :marker is its
+    marker), by id, after :after."""
+
+    op: ClassVar[str] = "sealed_jobs"
+    after: int
+    marker: str
+    limit: int
+
+
+@dataclass(frozen=True, slots=True)
+class ResealPayload(CountOp):
+    """The payload sealed again (``conveyor reencrypt``), if it is still what was read."""
+
+    op: ClassVar[str] = "reseal_payload"
+    id: int
+    old: str
+    new: str
+
+
+@dataclass(frozen=True, slots=True)
+class ResealResult(CountOp):
+    """The result sealed again (``conveyor reencrypt``), if it is still what was read."""
+
+    op: ClassVar[str] = "reseal_result"
+    id: int
+    old: str
+    new: str
+
+
+@dataclass(frozen=True, slots=True)
 class CancelJob(RowsOp):
     """cancel job"""
 

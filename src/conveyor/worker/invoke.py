@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from conveyor import tracing
+from conveyor import crypto, tracing
 from conveyor.job import Job
 from conveyor.retry import Backoff, BackoffPolicy
 from conveyor.task import Context, PayloadMismatch
@@ -48,6 +48,15 @@ def prepare(app: WorkerApp, job: Job) -> Prepared | Outcome:
             retryable=True,
             delay=backoff.delay(job.attempts),
         )
+    if crypto.sealed(job.payload):
+        # Retryable: a worker that holds the key may open it.
+        return outcome.failed(
+            job,
+            f"the payload of task {task.name} is encrypted and this worker holds no key "
+            f"that opens it (set {crypto.ENV_KEYS})",
+            retryable=True,
+            delay=backoff.delay(job.attempts),
+        )
     try:
         args, kwargs = task.binding.to_call(job.payload)
     except PayloadMismatch as exc:
@@ -72,7 +81,7 @@ def _call(prepared: Prepared, ctx: Context, span: tracing.Processing | None) -> 
         if span is not None:
             span.ended(_status(ending), exc)
         return ending
-    ending = outcome.succeeded(job, result, max_bytes=_max_bytes(ctx))
+    ending = outcome.succeeded(job, task.sealed(result), max_bytes=_max_bytes(ctx))
     if span is not None:
         span.ended(_status(ending))
     return ending
@@ -95,7 +104,7 @@ async def _call_async(prepared: Prepared, ctx: Context, span: tracing.Processing
         if span is not None:
             span.ended(_status(ending), exc)
         return ending
-    ending = outcome.succeeded(job, result, max_bytes=_max_bytes(ctx))
+    ending = outcome.succeeded(job, task.sealed(result), max_bytes=_max_bytes(ctx))
     if span is not None:
         span.ended(_status(ending))
     return ending
