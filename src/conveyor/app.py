@@ -125,6 +125,7 @@ class App:
         retry_on: type[BaseException] | tuple[type[BaseException], ...] | None = None,
         priority: int = 0,
         encrypt: bool | None = None,
+        redact: Iterable[str] = (),
     ) -> Callable[[Callable[Concatenate[Context, P], R]], Task[P, R]]: ...
 
     def task(self, fn: Any = None, /, **options: Any) -> Any:

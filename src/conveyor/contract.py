@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence, Sized
 from datetime import datetime
 from typing import Any, Self, TypeVar, Unpack
 
-from conveyor import tracing
+from conveyor import crypto, tracing
 from conveyor.errors import JobNotFound
 from conveyor.info import QueueSettings, Rate, ScheduleInfo, Throughput, WorkerInfo
 from conveyor.job import Claim, Job, Stats, Status, sum_stats
@@ -34,6 +34,11 @@ from conveyor.options import EnqueueOptions
 from conveyor.retry import BackoffPolicy, seconds
 
 T = TypeVar("T")
+
+
+def _for_reader(job: Job | None) -> Job | None:
+    """A job as readers see it: the fields its task redacts hidden (``conveyor.crypto``)."""
+    return None if job is None else crypto.redacted(job)
 
 
 def _count(items: object) -> int:
@@ -351,11 +356,11 @@ class QueueAPI(ABC):
     # -- reading --------------------------------------------------------------------
     def get(self, job_id: int) -> Job | None:
         """The job, or ``None``. A running job whose lease expired is recovered first."""
-        return self._run(reading.get(job_id))
+        return _for_reader(self._run(reading.get(job_id)))
 
     def latest(self, key: str, *, queue: str = "default", task: str | None = None) -> Job | None:
         """The newest job with this key (and task), whatever its state."""
-        return self._run(reading.latest(key, queue=queue, task=task))
+        return _for_reader(self._run(reading.latest(key, queue=queue, task=task)))
 
     def jobs(
         self,
@@ -372,13 +377,14 @@ class QueueAPI(ABC):
     ) -> list[Job]:
         """Jobs in id order, ``limit`` at a time; page with ``after`` = the last id seen.
         ``newest_first``: descending order, where ``after`` means ids below it."""
-        return self._run(
+        found = self._run(
             reading.jobs(
                 queue=queue, status=status, key=key, task=task, limit=limit, after=after,
                 newest_first=newest_first, created_after=created_after,
                 created_before=created_before,
             )
         )  # fmt: skip
+        return [crypto.redacted(job) for job in found]
 
     def dependents(self, job_id: int) -> list[int]:
         """The ids of the jobs that run after this one."""

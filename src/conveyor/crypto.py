@@ -21,12 +21,20 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from conveyor.errors import ConfigurationError
 
+if TYPE_CHECKING:
+    from conveyor.job import Job
+
 MARKER = "$conveyor.encrypted"
 ENV_KEYS = "CONVEYOR_ENCRYPTION_KEYS"
+# Redaction without encryption: the payload member that lists its secret fields, and
+# what readers see in their place.
+REDACT = "$conveyor.redacted"
+REDACTED = "[redacted]"
 
 
 class Keyring:
@@ -129,14 +137,48 @@ def reveal(value: Any) -> Any:
     return keyring.open(value)
 
 
+def with_redaction(payload: Any, fields: Sequence[str]) -> Any:
+    """The payload to store for a task with ``redact=fields``: the names listed under
+    ``REDACT``, for readers to hide those members of the payload and of the result."""
+    if not fields or type(payload) is not dict:
+        return payload
+    return {**payload, REDACT: list(fields)}
+
+
+def without_redaction(payload: Any) -> Any:
+    """The payload as the task takes it (the ``REDACT`` list left out)."""
+    if type(payload) is dict and REDACT in payload:
+        return {k: v for k, v in payload.items() if k != REDACT}
+    return payload
+
+
+def redacted(job: Job) -> Job:
+    """``job`` as a reader sees it: the payload fields listed under ``REDACT``, and the
+    result's top-level members of the same names, replaced by ``REDACTED``."""
+    payload = job.payload
+    if type(payload) is not dict or REDACT not in payload:
+        return job
+    names = {n for n in payload[REDACT] if isinstance(n, str)}
+    hidden = {k: REDACTED if k in names else v for k, v in payload.items()}
+    result = job.result
+    if type(result) is dict:
+        result = {k: REDACTED if k in names else v for k, v in result.items()}
+    return replace(job, payload=hidden, result=result)
+
+
 __all__ = [
     "ENV_KEYS",
     "MARKER",
+    "REDACT",
+    "REDACTED",
     "Keyring",
     "keyring",
     "keys_from_env",
+    "redacted",
     "required",
     "reveal",
     "sealed",
     "use",
+    "with_redaction",
+    "without_redaction",
 ]

@@ -20,6 +20,7 @@ from cryptography.fernet import Fernet
 
 import conveyor
 from conveyor import crypto
+from conveyor.client import RemoteQueue
 from conveyor.errors import ConfigurationError
 from tests.conftest import PG_URL
 from tests.web.conftest import serving
@@ -172,3 +173,52 @@ def test_reencrypt_without_keys_is_one_line_and_non_zero(tmp_path: Path) -> None
     )  # fmt: skip
     assert run.returncode != 0
     assert run.stderr.strip().count("\n") == 0 and crypto.ENV_KEYS in run.stderr
+
+
+def test_redacted_fields_are_hidden_from_readers_but_not_from_the_worker(
+    db_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    secret, token = f"pw-{uuid.uuid4().hex}", f"tok-{uuid.uuid4().hex}"
+    app = conveyor.App(db_url)
+    seen: list[str] = []
+
+    @app.task(name="accounts.login", redact=["password", "token"])
+    def login(ctx: conveyor.Context, user: str, password: str) -> dict[str, str]:
+        seen.append(password)
+        return {"user": user, "token": token}
+
+    caplog.set_level(logging.DEBUG)
+    job = login.enqueue(user="ann", password=secret)
+    shown = app.queue.get(job.id)
+    assert shown.payload["password"] == crypto.REDACTED and shown.payload["user"] == "ann"
+    # A worker over HTTP gets the real values with its claim.
+    with serving(db_url) as served:
+        remote = RemoteQueue(served.url)
+        try:
+            worker_app = conveyor.App(remote)
+            worker_app.add(login)
+            assert worker_app.drain() == 1
+        finally:
+            remote.close()
+        answers = [
+            httpx.get(f"{served.url}/api/jobs/{job.id}"),
+            httpx.get(f"{served.url}/api/jobs", params={"include": "payload,result"}),
+            httpx.post(
+                f"{served.url}/api/jobs",
+                json={
+                    "task": "accounts.other",
+                    "payload": {"password": secret, crypto.REDACT: ["password"]},
+                },
+            ),  # fmt: skip
+        ]
+    assert seen == [secret]
+    done = app.queue.get(job.id)
+    assert done.status == "completed"
+    assert done.result == {"user": "ann", "token": crypto.REDACTED}
+    for answer in answers:
+        assert answer.status_code in (200, 201), answer.text
+        assert secret.encode() not in answer.content and token.encode() not in answer.content
+    assert crypto.REDACTED.encode() in answers[0].content
+    assert secret not in served.log and token not in served.log
+    assert secret not in caplog.text and token not in caplog.text
+    app.queue.close()

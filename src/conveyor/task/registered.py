@@ -55,6 +55,7 @@ class Task(Generic[P, R]):
         retry_on: type[BaseException] | tuple[type[BaseException], ...] | None = None,
         priority: int = 0,
         encrypt: bool | None = None,
+        redact: Iterable[str] = (),
     ) -> None:
         self.app = app
         self.fn = fn
@@ -71,6 +72,10 @@ class Task(Generic[P, R]):
         self.timeout = None if timeout is None else seconds(timeout, "timeout", allow_zero=False)
         self.retry_on = _exception_types(retry_on, self.name)
         self.priority = check.integer(priority, "priority")
+        if isinstance(redact, str) or not all(isinstance(f, str) for f in redact):
+            raise ConfigurationError(f"task {self.name}: redact expects a list of field names")
+        # Payload fields hidden from readers, the console and logs (``conveyor.crypto``).
+        self.redact = tuple(redact)
         # None: as the app says (``App(encrypt=...)``).
         self._encrypt = encrypt
         if encrypt:
@@ -88,8 +93,15 @@ class Task(Generic[P, R]):
         return bool(getattr(self.app, "encrypt", False))
 
     def sealed(self, value: Any) -> Any:
-        """``value`` as stored: sealed when the task encrypts."""
+        """A result as stored: sealed when the task encrypts."""
         return crypto.required().seal(value) if self.encrypt else value
+
+    def stored_payload(self, payload: Any) -> Any:
+        """A payload as stored: sealed when the task encrypts, else with the fields it
+        redacts listed."""
+        if self.encrypt:
+            return crypto.required().seal(payload)
+        return crypto.with_redaction(payload, self.redact)
 
     def __call__(self, ctx: Context, *args: P.args, **kwargs: P.kwargs) -> R:
         return self.fn(ctx, *args, **kwargs)
@@ -127,7 +139,7 @@ class Task(Generic[P, R]):
             items.append(
                 {
                     "task": self.name,
-                    "payload": self.sealed(self.binding.to_payload((), call)),
+                    "payload": self.stored_payload(self.binding.to_payload((), call)),
                     "queue": self.queue,
                     "priority": self.priority,
                     "max_attempts": self.max_attempts,
@@ -152,7 +164,7 @@ class TaskCall(Generic[P]):
 
     def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> Job:
         task = self.task
-        payload = task.sealed(task.binding.to_payload(args, kwargs))
+        payload = task.stored_payload(task.binding.to_payload(args, kwargs))
         job = task.app.queue.enqueue(task.name, payload, **self.options)
         if task.app.immediate and self.options["conn"] is None:
             task.app.drain()

@@ -58,7 +58,7 @@ def prepare(app: WorkerApp, job: Job) -> Prepared | Outcome:
             delay=backoff.delay(job.attempts),
         )
     try:
-        args, kwargs = task.binding.to_call(job.payload)
+        args, kwargs = task.binding.to_call(crypto.without_redaction(job.payload))
     except PayloadMismatch as exc:
         return outcome.failed(job, f"the payload does not fit task {task.name}: {exc}")
     return Prepared(task, args, kwargs, task.backoff or backoff)
