@@ -209,7 +209,7 @@ def test_redacted_fields_are_hidden_from_readers_but_not_from_the_worker(
                     "task": "accounts.other",
                     "payload": {"password": secret, crypto.REDACT: ["password"]},
                 },
-            ),  # fmt: skip
+            ),
         ]
     assert seen == [secret]
     done = app.queue.get(job.id)
