@@ -15,10 +15,11 @@ Only registered task names ever run: a job names its task, never code to import.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import timedelta, tzinfo
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, overload
 
+from conveyor import crypto
 from conveyor import validation as check
 from conveyor.errors import ConfigurationError, InvalidArgument
 from conveyor.ops.defaults import Duration
@@ -50,8 +51,17 @@ class App:
         *,
         immediate: bool = False,
         notifier: Notifier | None = None,
+        encrypt: bool = False,
+        encryption_keys: Sequence[str | bytes] | None = None,
     ) -> None:
         self.immediate = immediate
+        # Every task's payload and result sealed (``conveyor.crypto``), unless the task
+        # says otherwise; the keys given, else those of $CONVEYOR_ENCRYPTION_KEYS.
+        self.encrypt = encrypt
+        if encryption_keys is not None:
+            crypto.use(encryption_keys)
+        elif encrypt:
+            crypto.required()
         self.tasks: dict[str, Task[Any, Any]] = {}
         self.schedules: dict[str, Periodic] = {}  # periodic jobs, by schedule name
         self._lock = threading.RLock()
@@ -114,6 +124,8 @@ class App:
         timeout: Duration | None = None,
         retry_on: type[BaseException] | tuple[type[BaseException], ...] | None = None,
         priority: int = 0,
+        encrypt: bool | None = None,
+        redact: Iterable[str] = (),
     ) -> Callable[[Callable[Concatenate[Context, P], R]], Task[P, R]]: ...
 
     def task(self, fn: Any = None, /, **options: Any) -> Any:

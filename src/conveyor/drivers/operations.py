@@ -89,12 +89,14 @@ class InsertJob(RowsOp):
     job_group: str | None
     depends_on: str | None
     waiting_for: int
+    trace_context: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class InsertJobs(RowsOp):
     """Many jobs without keys or dependencies in one statement. :items is a JSON array of rows,
-    each [queue, task, payload, priority, run_at, max_attempts, job_group]."""
+    each [queue, task, payload, priority, run_at, max_attempts, job_group,
+    trace_context]."""
 
     op: ClassVar[str] = "insert_jobs"
     items: str
@@ -361,6 +363,37 @@ class ReopenJobWithinAttempts(RowsOp):
 
     op: ClassVar[str] = "reopen_job_within_attempts"
     id: int
+
+
+@dataclass(frozen=True, slots=True)
+class SealedJobs(RowsOp):
+    """Jobs whose payload or result is encrypted (``conveyor.crypto``; :marker is its
+    marker), by id, after :after."""
+
+    op: ClassVar[str] = "sealed_jobs"
+    after: int
+    marker: str
+    limit: int
+
+
+@dataclass(frozen=True, slots=True)
+class ResealPayload(CountOp):
+    """The payload sealed again (``conveyor reencrypt``), if it is still what was read."""
+
+    op: ClassVar[str] = "reseal_payload"
+    id: int
+    old: str
+    new: str
+
+
+@dataclass(frozen=True, slots=True)
+class ResealResult(CountOp):
+    """The result sealed again (``conveyor reencrypt``), if it is still what was read."""
+
+    op: ClassVar[str] = "reseal_result"
+    id: int
+    old: str
+    new: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,6 +23,7 @@ from conveyor.web.limits import BodyLimits, Limits
 from conveyor.web.metrics import Metrics
 from conveyor.web.routes import admin, bulk, flow, jobs, ops, runtime, whoami, work, workflows
 from conveyor.web.state import ServerState
+from conveyor.web.tracing import TraceContext
 
 log = logging.getLogger("conveyor.web")
 ROUTES = (jobs, work, runtime, admin, bulk, flow, ops, whoami, workflows)
@@ -105,6 +106,7 @@ def create_app(
     console.install(app)
     # Added last runs first: the guard sees the request's head before the body is read.
     app.add_middleware(BodyLimits, limits=state.limits)
+    app.add_middleware(TraceContext)
     roles = [role for module in ROUTES for role in module.router.roles]
     app.add_middleware(
         Guard, tokens=lambda: app.state.conveyor.tokens, roles=roles, backoff=state.backoff
