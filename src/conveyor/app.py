@@ -40,7 +40,8 @@ IMMEDIATE_URL = "sqlite:///:memory:"
 
 class App:
     """Tasks, and the queue they are enqueued on. ``url_or_queue``: a database URL (the
-    connection opens on first use) or an open ``Queue``. ``immediate=True`` runs each
+    connection opens on first use; ``$CONVEYOR_DATABASE_URL``, when set, beats it, and
+    ``conveyor worker --db`` beats both) or an open ``Queue``. ``immediate=True`` runs each
     enqueued job before ``enqueue`` returns (for tests; an in-memory database unless a
     URL is given). ``notifier``: who tells a job's subscribers that it finished."""
 
@@ -88,7 +89,8 @@ class App:
         """The queue, connected (and migrated) on first use."""
         with self._lock:
             if self._queue is None:
-                self._queue = connect(self._url)
+                # An immediate app (tests) stays on its own database whatever the environment.
+                self._queue = connect(self._url, use_env=not self.immediate)
             return self._queue
 
     def close(self) -> None:

@@ -62,6 +62,11 @@ PANEL_ADMIN = "Administer"
 PANEL_RUN = "Run"
 
 DB_HELP = "Database URL (default: $CONVEYOR_DATABASE_URL, else sqlite:///conveyor.db)."
+# The worker runs an app that may name a database of its own: it comes last.
+WORKER_DB_HELP = (
+    "Database URL. Beats $CONVEYOR_DATABASE_URL, which beats the app's URL in code "
+    "(App(url)); with none of them, sqlite:///conveyor.db."
+)
 JSON_HELP = "Print JSON for scripts instead of tables."
 
 DbOption = Annotated[

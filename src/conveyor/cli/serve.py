@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from conveyor.cli.base import PANEL_RUN, DbOption, app, usage
+from conveyor.config import database_url
 from conveyor.errors import ConfigurationError
 
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
@@ -69,7 +70,13 @@ def serve(
     tokens = tokens_from_env()
     check_bind_address(host, tokens)
     limits = Limits(max_waits=max_waits, body_timeout_seconds=body_timeout)
-    web_app = create_app(db, tokens=tokens, limits=limits, rescue_interval=rescue_interval)
+    web_app = create_app(
+        database_url(command_line=db),
+        tokens=tokens,
+        limits=limits,
+        rescue_interval=rescue_interval,
+        use_env=False,
+    )
     queue = web_app.state.conveyor.queue
     auth = f"{len(tokens)} token(s)" if tokens else "no tokens: loopback only"
     typer.echo(f"conveyor: serving {queue.url} on http://{host}:{port} ({auth})", err=True)
