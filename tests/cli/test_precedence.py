@@ -70,7 +70,7 @@ def test_the_command_line_beats_the_environment_and_the_code(
 def test_without_either_the_code_decides(
     cli: Cli, tmp_path: Path, three: tuple[str, str, str]
 ) -> None:
-    code, env, flag = three
+    code, env, _ = three
     result = cli("worker", "--app", "prec_tasks:app", "--burst",
                  env=cli_env(PYTHONPATH=str(tmp_path)))  # fmt: skip
     assert result.code == 0, result.describe()
