@@ -58,8 +58,8 @@ def create_app(
     opened now and closed with the app; ``$CONVEYOR_DATABASE_URL`` beats the URL unless
     ``use_env=False`` (the order of ``conveyor.connect``). ``tokens``: ``{token: role}``;
     by default read from ``$CONVEYOR_TOKENS`` / ``$CONVEYOR_TOKENS_FILE``; an empty
-    mapping turns auth off (every caller is an admin, and only loopback ``Host`` names are answered: bind such
-    a server to loopback only). ``rescue_interval``: every so many seconds while the app
+    mapping turns auth off (every caller is an admin, and only loopback ``Host`` names
+    are answered: bind such a server to loopback only). ``rescue_interval``: every so many seconds while the app
     runs, jobs whose lease expired go back to pending (``conveyor serve`` does this; an
     app of your own may leave it to its workers).
 
