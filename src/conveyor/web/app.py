@@ -59,9 +59,9 @@ def create_app(
     ``use_env=False`` (the order of ``conveyor.connect``). ``tokens``: ``{token: role}``;
     by default read from ``$CONVEYOR_TOKENS`` / ``$CONVEYOR_TOKENS_FILE``; an empty
     mapping turns auth off (every caller is an admin, and only loopback ``Host`` names
-    are answered: bind such a server to loopback only). ``rescue_interval``: every so many seconds while the app
-    runs, jobs whose lease expired go back to pending (``conveyor serve`` does this; an
-    app of your own may leave it to its workers).
+    are answered: bind such a server to loopback only). ``rescue_interval``: every so
+    many seconds while the app runs, jobs whose lease expired go back to pending
+    (``conveyor serve`` does this; an app of your own may leave it to its workers).
 
     Mounting (``outer.mount("/queue", create_app(queue))``, or serving behind a proxy
     with ``--root-path``) works under any path: routes match below the mount point, the
