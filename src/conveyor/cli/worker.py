@@ -69,6 +69,15 @@ def worker(
         float, typer.Option(help="Seconds a claim lasts without a heartbeat.", min=0.001)
     ] = 30.0,
     burst: Annotated[bool, typer.Option(help="Exit once no job is claimable or running.")] = False,
+    burst_give_up: Annotated[
+        float,
+        typer.Option(
+            help="With --burst: seconds of failed claims (database or server down) before "
+            "the worker gives up and exits 1.",
+            min=0.001,
+            metavar="S",
+        ),
+    ] = 30.0,
     grace: Annotated[
         float, typer.Option(help="Seconds running tasks may finish after SIGTERM/SIGINT.", min=0)
     ] = 30.0,
@@ -113,6 +122,7 @@ def worker(
         prefetch=prefetch,
         lease=lease,
         burst=burst,
+        burst_give_up=burst_give_up,
         grace=grace,
         retention=_retention(retain or []),
     )

@@ -64,6 +64,9 @@ if TYPE_CHECKING:
 
 MAX_PREFETCH = 10_000
 MAX_AUTO_PREFETCH = 1_000  # the default prefetch's bound
+# A burst worker is a batch job: when its database (or server) keeps failing for this
+# long, it gives up instead of retrying forever as a long-running worker does.
+DEFAULT_BURST_GIVE_UP = 30.0
 
 
 class Worker:
@@ -76,7 +79,9 @@ class Worker:
     short tasks are claimed in large batches, long ones are not hoarded. Their leases
     are renewed while they wait, and a stop releases them at once. ``lease``:
     seconds a claim lasts without a heartbeat (renewed every ``lease / 3``). ``burst``:
-    return once no job is claimable and none is held. ``grace``: on stop, how long
+    return once no job is claimable and none is held; a burst worker whose claims keep
+    failing (a database or server that does not answer) for ``burst_give_up`` seconds
+    stops and raises ``DatabaseError``. ``grace``: on stop, how long
     running tasks may still finish before their jobs are released to ``pending``.
     ``retention``: prune final jobs (off by default). ``install_signals``:
     SIGTERM/SIGINT stop the worker (main thread only).
@@ -91,6 +96,7 @@ class Worker:
         prefetch: int | None = None,
         lease: Duration = DEFAULT_LEASE,
         burst: bool = False,
+        burst_give_up: Duration = DEFAULT_BURST_GIVE_UP,
         grace: Duration = DEFAULT_GRACE,
         poll_interval: Duration | None = None,
         heartbeat_interval: Duration | None = None,
@@ -120,6 +126,7 @@ class Worker:
             rescue=rescue_interval,
         )
         self.burst = burst
+        self.burst_give_up = positive(burst_give_up, "burst_give_up")
         self.retention = retention
         if retention is not None:
             retention.ages()  # a bad duration is refused now, not in a background thread
@@ -219,6 +226,7 @@ class Worker:
     # -- 1. the claim loop ----------------------------------------------------------
     def _claim_loop(self, q: Queue) -> None:
         failures = 0  # database errors in a row
+        failing_since = 0.0
         while not self._stopping.is_set():
             room = self._room()
             if room <= 0:
@@ -234,6 +242,13 @@ class Worker:
                 self._wakeup.found_work()
             if error is not None:
                 failures += 1
+                now = time.monotonic()
+                failing_since = now if failures == 1 else failing_since
+                if self.burst and now - failing_since >= self.burst_give_up:
+                    raise DatabaseError(
+                        f"burst worker: giving up after {now - failing_since:.0f}s of failed "
+                        f"claims: {one_line(error)}"
+                    )
                 delay = db_retry_delay(failures)
                 log.warning("claim failed (%s); retrying in %.2fs", one_line(error), delay)
                 self._stopping.wait(delay)
