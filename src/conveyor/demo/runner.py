@@ -137,7 +137,12 @@ class _Remember(logging.Handler):
         self.lines = lines
 
     def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(record.getMessage())
+        # The headline only: a failed attempt's traceback would spill over the view
+        # (it is in the job's error, on the dashboard and in ``conveyor show``).
+        headline = getattr(record, "headline", None)
+        text = headline if isinstance(headline, str) else record.getMessage()
+        first = text.strip().splitlines()[0] if text.strip() else ""
+        self.lines.append(first)
 
 
 @dataclass
