@@ -7,9 +7,13 @@ import inspect
 import os
 import sys
 import traceback
-from typing import Annotated
+from collections.abc import Iterable
+from typing import Annotated, Any
 
 import typer
+import typer.rich_utils
+from rich.columns import Columns
+from rich.text import Text
 from typer._click import Command, Context
 from typer.core import TyperGroup
 
@@ -45,6 +49,21 @@ def unwrapped(text: str) -> str:
     paragraphs = inspect.cleandoc(text).split("\n\n")
     return "\n\n".join(" ".join(p.split()) for p in paragraphs)
 
+
+class _FoldingColumns(Columns):
+    """The help of each option in ``--help``: a word longer than its column (a URL, an
+    environment variable, a default) folds onto the next line instead of being cut
+    with an ellipsis, so every default and name is shown whole."""
+
+    def __init__(self, renderables: Iterable[Any] = (), *args: Any, **options: Any) -> None:
+        items = list(renderables)
+        for item in items:
+            if isinstance(item, Text):
+                item.overflow = "fold"
+        super().__init__(items, *args, **options)
+
+
+setattr(typer.rich_utils, "Columns", _FoldingColumns)  # noqa: B010 (a module's global)
 
 app = typer.Typer(
     name="conveyor",

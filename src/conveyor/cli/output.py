@@ -105,22 +105,24 @@ def progress_cell(job: Job) -> str:
 
 def jobs_table(jobs: Iterable[Job], now: datetime, *, width: int | None = None) -> Table:
     """Jobs as rows. The id, status, tries and times always show in full; the free-text
-    columns share what is left of ``width`` (default: the console's); the key, progress
-    and outcome columns are left out when no job has one and room is short."""
+    columns share what is left of ``width`` (default: the console's), queue and task
+    names whole when they fit; when room is short, the key, progress and outcome
+    columns are left out if no job has one, then the key, the progress and the creation
+    time go (``conveyor show`` has every field)."""
     rows = [_job_row(job, now) for job in jobs]
     return fitted(_JOB_COLUMNS, rows, width or console().width)
 
 
 _JOB_COLUMNS = (
     Column("id", right=True),
-    Column("queue", free=True, cap=20),
-    Column("task", free=True, cap=32),
+    Column("queue", free=True, cap=20, whole=True),
+    Column("task", free=True, cap=32, whole=True),
     Column("status"),
     Column("tries", right=True),
-    Column("key", free=True, cap=20, optional=True),
-    Column("progress", optional=True),
-    Column("created"),
-    Column("error / result", short="outcome", free=True, cap=40, optional=True),
+    Column("key", free=True, cap=20, optional=True, drop=3),
+    Column("progress", optional=True, drop=2),
+    Column("created", drop=1),
+    Column("error / result", short="outcome", free=True, cap=40, optional=True, least=16),
 )
 
 

@@ -48,9 +48,10 @@ def serve(
 ) -> None:
     """Serve the HTTP API (OpenAPI at /docs), the dashboard at / and /metrics.
 
-    Bearer tokens come from $CONVEYOR_TOKENS ("admin:adm-secret-1,worker:wrk-secret-1,reader:…"),
-    or from the file named by $CONVEYOR_TOKENS_FILE (one role:token a line); each token
-    is at least 8 characters long. The server also puts back to pending the jobs whose
+    Bearer tokens come from $CONVEYOR_TOKENS
+    ("admin:adm-secret-1,worker:wrk-secret-1,reader:rdr-secret-1"), or from the file
+    named by $CONVEYOR_TOKENS_FILE (one role:token a line); each token is at least 8
+    characters long. The server also puts back to pending the jobs whose
     lease expired (every --rescue-interval seconds), as workers do."""
     if log_level.lower() not in LOG_LEVELS:
         raise usage(f"--log-level: expected one of {', '.join(LOG_LEVELS)}, got {log_level!r}")

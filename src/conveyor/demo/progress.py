@@ -188,7 +188,7 @@ def render(
         state = "all final; the dashboard stays up"
     else:
         state = "all final; the workers wait for more"
-    
+
     parts += [Text(""), Text(f"{state} · {elapsed:.0f}s · Ctrl-C to stop", style="dim")]
     return Group(*parts)
 
