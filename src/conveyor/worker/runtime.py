@@ -391,7 +391,11 @@ class Worker:
             self.stats.add(uncertain=len(refused))
         else:
             self.stats.add(stale_refused=len(refused))
+            cancelled = self._cancelled([o.job.id for o in refused])
             for o in refused:
+                if o.job.id in cancelled:  # a deliberate cancel: its ending is not owed
+                    log.info("job %d was cancelled while it ran; its ending is dropped", o.job.id)
+                    continue
                 log.warning(
                     "refused stale write: job %d (this worker's claim no longer holds it)",
                     o.job.id,
@@ -424,11 +428,28 @@ class Worker:
         self.stats.add(leases_lost=len(lost))
         # Claim ids are secrets of their holders: never in a reason or a log line.
         reason = "claim lost: the lease expired, the job was cancelled, or its claim reset"
+        cancelled = self._cancelled([held.job.id for held in lost])
         for held in lost:
-            log.warning("job %d: %s", held.job.id, reason)
+            if held.job.id in cancelled:  # asked for: no cause for alarm
+                log.info("job %d: cancelled while it ran; stopping it", held.job.id)
+            else:
+                log.warning("job %d: %s", held.job.id, reason)
             held.ctx.mark_lost(reason)
             if held.cancel is not None:
                 held.cancel()
+
+    def _cancelled(self, job_ids: list[int]) -> set[int]:
+        """Which of ``job_ids`` were cancelled: their refused endings and lost claims
+        are what a cancel means, not a fault (a lookup that fails says none were)."""
+        found: set[int] = set()
+        for job_id in job_ids:
+            try:
+                job = self.app.queue.get(job_id)
+            except ConveyorError:
+                return found
+            if job is not None and job.status == Status.CANCELLED:
+                found.add(job_id)
+        return found
 
     def _overdue(self, held: Held) -> None:
         task = self.app.get_task(held.job.task)
