@@ -82,6 +82,25 @@ def test_jobs_at_80_columns_shows_queue_and_task_whole(cli: Cli, sqlite_url: str
     assert len(rows) == 2  # one line per job
 
 
+def test_show_lists_what_a_job_waits_for_and_its_dependents(cli: Cli, sqlite_url: str) -> None:
+    with conveyor.connect(sqlite_url) as q:
+        fetch = q.enqueue("fetch")
+        parse = q.enqueue("parse")
+        report = q.enqueue("report", after=[fetch.id, parse.id])
+        claim = q.claim()
+        q.complete(claim.jobs[0].id, claim.id, None)
+    shown = cli("show", str(report.id), "--db", sqlite_url).stdout
+    line = next(ln for ln in shown.splitlines() if ln.startswith("waits for"))
+    assert f"{fetch.id} (completed)" in line and f"{parse.id} (pending)" in line, shown
+    assert "1 not done yet" in line
+    upstream = cli("show", str(fetch.id), "--db", sqlite_url).stdout
+    assert any(ln.split()[:2] == ["dependents", str(report.id)] for ln in upstream.splitlines())
+    as_json = cli("show", str(fetch.id), "--json", "--db", sqlite_url).json()
+    assert as_json["dependents"] == [report.id]
+    assert cli("show", str(report.id), "--json", "--db", sqlite_url).json()["depends_on"] == [
+        fetch.id, parse.id]  # fmt: skip
+
+
 def test_show_gives_every_field(cli: Cli, db_url: str) -> None:
     q = _fill(db_url)
     q.enqueue("b", queue="q1", key="k", subscriber="chat:42")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from functools import cache
 from typing import Any
@@ -142,7 +142,16 @@ def _job_row(job: Job, now: datetime) -> dict[str, Cell]:
     }
 
 
-def job_details(job: Job, now: datetime, subscribers: list[str]) -> RenderableType:
+def job_details(
+    job: Job,
+    now: datetime,
+    subscribers: list[str],
+    *,
+    depends_on: Sequence[Job | int] = (),
+    dependents: Sequence[int] = (),
+) -> RenderableType:
+    """Every field of ``job``; ``depends_on``: the jobs it waits for (a job, or the id
+    of one that is gone), ``dependents``: the ids of the jobs that wait for it."""
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold", no_wrap=True)
     grid.add_column()
@@ -179,6 +188,15 @@ def job_details(job: Job, now: datetime, subscribers: list[str]) -> RenderableTy
         rows.append((_error_label(job), Text(job.error, style="red")))
     if subscribers:
         rows.append(("subscribers", ", ".join(subscribers)))
+    if job.depends_on:
+        listed = ", ".join(
+            f"{d.id} ({d.status})" if isinstance(d, Job) else f"{d} (pruned)"
+            for d in (depends_on or job.depends_on)
+        )
+        waiting = f"; {job.waiting_for} not done yet" if job.waiting_for else ""
+        rows.append(("waits for", f"{listed}{waiting}"))
+    if dependents:
+        rows.append(("dependents", ", ".join(str(i) for i in dependents)))
     for label, value in rows:
         grid.add_row(label, value if isinstance(value, Text) else Text(str(value)))
     return grid
