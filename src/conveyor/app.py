@@ -67,8 +67,10 @@ class App:
 
     # -- the queue ------------------------------------------------------------------
     def bind(self, url_or_queue: str | Queue | None) -> None:
-        """Use another database from now on (``conveyor worker --db`` does this). A
-        queue-like object with ``Queue``'s methods (a remote queue) is accepted too."""
+        """Use another database from now on: an open ``Queue`` as it is (``conveyor
+        worker --db`` binds one), or a URL, which ``$CONVEYOR_DATABASE_URL`` beats as
+        any URL in code. A queue-like object with ``Queue``'s methods (a remote queue)
+        is accepted too."""
         with self._lock:
             old, owned = self._queue, self._owns_queue
             if url_or_queue is None or isinstance(url_or_queue, str):
