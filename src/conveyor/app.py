@@ -41,7 +41,8 @@ IMMEDIATE_URL = "sqlite:///:memory:"
 
 class App:
     """Tasks, and the queue they are enqueued on. ``url_or_queue``: a database URL (the
-    connection opens on first use) or an open ``Queue``. ``immediate=True`` runs each
+    connection opens on first use; ``$CONVEYOR_DATABASE_URL``, when set, beats it, and
+    ``conveyor worker --db`` beats both) or an open ``Queue``. ``immediate=True`` runs each
     enqueued job before ``enqueue`` returns (for tests; an in-memory database unless a
     URL is given). ``notifier``: who tells a job's subscribers that it finished."""
 
@@ -76,8 +77,10 @@ class App:
 
     # -- the queue ------------------------------------------------------------------
     def bind(self, url_or_queue: str | Queue | None) -> None:
-        """Use another database from now on (``conveyor worker --db`` does this). A
-        queue-like object with ``Queue``'s methods (a remote queue) is accepted too."""
+        """Use another database from now on: an open ``Queue`` as it is (``conveyor
+        worker --db`` binds one), or a URL, which ``$CONVEYOR_DATABASE_URL`` beats as
+        any URL in code. A queue-like object with ``Queue``'s methods (a remote queue)
+        is accepted too."""
         with self._lock:
             old, owned = self._queue, self._owns_queue
             if url_or_queue is None or isinstance(url_or_queue, str):
@@ -98,7 +101,8 @@ class App:
         """The queue, connected (and migrated) on first use."""
         with self._lock:
             if self._queue is None:
-                self._queue = connect(self._url)
+                # An immediate app (tests) stays on its own database whatever the environment.
+                self._queue = connect(self._url, use_env=not self.immediate)
             return self._queue
 
     def close(self) -> None:
