@@ -52,6 +52,12 @@ NEEDED = {
     ("POST", "/api/prune"): ADMIN,
     ("POST", "/api/queues/{queue}/complete-by-key"): ADMIN,
     ("GET", "/api/jobs/{job_id}/dependents"): READER,
+    ("GET", "/api/jobs/{job_id}/parents"): READER,
+    ("POST", "/api/workflows"): WORKER,
+    ("GET", "/api/workflows"): READER,
+    ("GET", "/api/workflows/{workflow_id}"): READER,
+    ("POST", "/api/workflows/{workflow_id}/cancel"): ADMIN,
+    ("POST", "/api/workflows/{workflow_id}/retry"): ADMIN,
     ("GET", "/api/queues/settings"): READER,
     ("GET", "/api/workers"): READER,
     ("GET", "/api/schedules"): READER,
@@ -95,7 +101,7 @@ def _routes(app: FastAPI) -> set[tuple[str, str]]:
 
 
 def _call(client: TestClient, method: str, path: str, headers: dict[str, str]) -> int:
-    url = path.format(job_id=1, queue="default", claim_id="c0ffee", name="w")
+    url = path.format(job_id=1, queue="default", claim_id="c0ffee", name="w", workflow_id=1)
     params = {"timeout": 0} if url.endswith("/wait") else None
     body = {} if method in ("POST", "PUT") else None
     return client.request(method, url, json=body, params=params, headers=headers).status_code
