@@ -33,11 +33,19 @@ def serve(
     header_timeout: Annotated[
         float,
         typer.Option(min=0.1, help="Seconds a request's head may take to arrive.", metavar="S"),
-    ] = 10.0,
+    ] = 5.0,
     body_timeout: Annotated[
         float,
         typer.Option(min=0.1, help="Seconds a request's body may take to arrive.", metavar="S"),
-    ] = 30.0,
+    ] = 15.0,
+    trusted_proxies: Annotated[
+        str | None,
+        typer.Option(
+            help="Addresses or networks (comma-separated) of reverse proxies whose "
+            "X-Forwarded-For names the client. Default: none; the client is the peer.",
+            metavar="ADDRS",
+        ),
+    ] = None,
     rescue_interval: Annotated[
         float,
         typer.Option(
@@ -59,7 +67,7 @@ def serve(
         from conveyor.web.app import check_bind_address, create_app
         from conveyor.web.auth import tokens_from_env
         from conveyor.web.limits import Limits
-        from conveyor.web.server import ServerLimits, config
+        from conveyor.web.server import ServerLimits, config, url_host
     except ImportError as exc:
         missing = exc.name or "a dependency"
         raise ConfigurationError(
@@ -72,8 +80,13 @@ def serve(
     web_app = create_app(db, tokens=tokens, limits=limits, rescue_interval=rescue_interval)
     queue = web_app.state.conveyor.queue
     auth = f"{len(tokens)} token(s)" if tokens else "no tokens: loopback only"
-    typer.echo(f"conveyor: serving {queue.url} on http://{host}:{port} ({auth})", err=True)
-    bounds = ServerLimits(header_timeout=header_timeout, max_connections=max_connections)
+    bounds = ServerLimits(
+        header_timeout=header_timeout,
+        max_connections=max_connections,
+        trusted_proxies=trusted_proxies,
+    )
+    where = f"http://{url_host(host)}:{port}"
+    typer.echo(f"conveyor: serving {queue.url} on {where} ({auth})", err=True)
     server = uvicorn.Server(
         config(web_app, host=host, port=port, log_level=log_level.lower(), limits=bounds)
     )

@@ -18,7 +18,7 @@ from conveyor.maintenance import Rescuer
 from conveyor.queue import Queue
 from conveyor.web import console, docs, envelope
 from conveyor.web.auth import ENV_TOKENS, ENV_TOKENS_FILE, Role, Tokens, tokens_from_env
-from conveyor.web.guard import Guard, SecurityHeaders
+from conveyor.web.guard import Guard, HeadAsGet, SecurityHeaders
 from conveyor.web.limits import BodyLimits, Limits
 from conveyor.web.metrics import Metrics
 from conveyor.web.routes import admin, bulk, flow, jobs, ops, runtime, whoami, work
@@ -37,10 +37,11 @@ Send `Authorization: Bearer <token>`; a token grants the `reader` (read), `worke
 
 class _App(FastAPI):
     """FastAPI, with the security headers outside everything else, so that even the
-    answers of its own error handling carry them."""
+    answers of its own error handling carry them; a HEAD request is answered as its GET
+    would be, without the body."""
 
     def build_middleware_stack(self) -> ASGIApp:
-        return SecurityHeaders(super().build_middleware_stack())
+        return SecurityHeaders(HeadAsGet(super().build_middleware_stack()))
 
 
 def create_app(
@@ -73,8 +74,12 @@ def create_app(
         raise ConfigurationError(f"rescue_interval: expected seconds > 0, got {rescue_interval}")
     owned = not isinstance(queue_or_url, Queue)
     queue = queue_or_url if isinstance(queue_or_url, Queue) else conveyor.connect(queue_or_url)
+    bounds = limits or Limits()
     state = ServerState(
-        queue=queue, tokens=known, limits=limits or Limits(), metrics=Metrics(queue)
+        queue=queue,
+        tokens=known,
+        limits=bounds,
+        metrics=Metrics(queue, max_queues=bounds.max_metric_queues),
     )
 
     @asynccontextmanager
@@ -96,6 +101,7 @@ def create_app(
         docs_url=None,
         redoc_url=None,
         swagger_ui_oauth2_redirect_url=None,
+        redirect_slashes=False,  # the guard redirects, to a relative URL
     )
     app.state.conveyor = state
     envelope.install(app)
@@ -107,7 +113,11 @@ def create_app(
     app.add_middleware(BodyLimits, limits=state.limits)
     roles = [role for module in ROUTES for role in module.router.roles]
     app.add_middleware(
-        Guard, tokens=lambda: app.state.conveyor.tokens, roles=roles, backoff=state.backoff
+        Guard,
+        tokens=lambda: app.state.conveyor.tokens,
+        roles=roles,
+        backoff=state.backoff,
+        routes=lambda: app.router.routes,
     )
     return app
 

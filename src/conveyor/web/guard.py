@@ -24,10 +24,12 @@ import ipaddress
 from collections.abc import Callable, Sequence
 from urllib.parse import urlsplit
 
+from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from conveyor.web.auth import MISSING_TOKEN, ROLE_KEY, WRONG_TOKEN, Role, Tokens, forbidden
 from conveyor.web.backoff import TokenBackoff
+from conveyor.web.envelope import shown_path
 from conveyor.web.limits import header, is_json, refuse
 from conveyor.web.router import RouteRole, needed_role
 
@@ -43,6 +45,8 @@ _SECURITY_HEADERS = [
     (b"referrer-policy", b"no-referrer"),
 ]
 _REPLACED = {name for name, _ in _SECURITY_HEADERS}
+# The same, for an answer given before the app (``refuse(headers=...)``).
+SECURITY_HEADERS = {name.decode(): value.decode() for name, value in _SECURITY_HEADERS}
 _CROSS_SITE = frozenset({"cross-site", "same-site"})
 
 
@@ -73,6 +77,26 @@ class SecurityHeaders:
         await self.app(scope, receive, send_with_headers)
 
 
+class HeadAsGet:
+    """A HEAD request runs as a GET, and its answer goes out without the body (the
+    headers, ``Content-Length`` included, are those of the GET)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("method") != "HEAD":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_head(message: Message) -> None:
+            if message["type"] == "http.response.body":
+                message = {**message, "body": b""}
+            await send(message)
+
+        await self.app({**scope, "method": "GET"}, receive, send_head)
+
+
 class Guard:
     """See the module's documentation. ``tokens``: reads the server's tokens (the same
     ones the routes check, so replacing them takes effect here too). ``roles``: the role
@@ -85,11 +109,13 @@ class Guard:
         tokens: Callable[[], Tokens],
         roles: Sequence[RouteRole],
         backoff: TokenBackoff,
+        routes: Callable[[], Sequence[BaseRoute]] | None = None,
     ) -> None:
         self.app = app
         self._tokens = tokens
         self.roles = roles
         self.backoff = backoff
+        self._routes = routes
 
     @property
     def tokens(self) -> Tokens:
@@ -99,6 +125,14 @@ class Guard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        if (
+            header(scope, b"transfer-encoding") is not None
+            and header(scope, b"content-length") is not None
+        ):
+            message = "a request may carry Content-Length or Transfer-Encoding, not both"
+            await refuse(send, 400, "bad_request", message, drained=False)
+            return
+        body = announces_body(scope)
         if not self.tokens.enabled:
             host = header(scope, b"host")
             if not loopback_host(host):
@@ -107,51 +141,84 @@ class Guard:
                     "Host: a server without tokens answers only to 127.0.0.1, localhost or "
                     f"[::1], got {shown}"
                 )
-                await refuse(send, 403, "forbidden_host", message)
+                await refuse(send, 403, "forbidden_host", message, drained=not body)
                 return
         method = str(scope["method"]).upper()
         changing = method not in SAFE_METHODS
         if changing:
             refusal = _cross_site(scope)
             if refusal is not None:
-                await refuse(send, 403, "cross_site", refusal)
+                await refuse(send, 403, "cross_site", refusal, drained=not body)
                 return
+        needed = needed_role(self.roles, method, _route_path(scope))
+        if needed is None and not await self._public(scope, send, method, body):
+            return
         if not self.tokens.enabled:
             scope[ROLE_KEY] = Role.ADMIN
-        else:
-            needed = needed_role(self.roles, method, _route_path(scope))
-            if needed is not None and not await self._authorized(scope, send, needed):
-                return
+        elif needed is not None and not await self._authorized(scope, send, needed, body):
+            return
         if changing and not is_json(scope) and header(scope, b"authorization") is None:
             message = (
                 f"{method} needs Content-Type: application/json (even without a body) "
                 "or an Authorization header"
             )
-            await refuse(send, 415, "unsupported_media_type", message)
+            await refuse(send, 415, "unsupported_media_type", message, drained=not body)
             return
         await self.app(scope, receive, send)
 
-    async def _authorized(self, scope: Scope, send: Send, needed: Role) -> bool:
+    async def _public(self, scope: Scope, send: Send, method: str, body: bool) -> bool:
+        """A request for a route that needs no token (or for no route at all): redirected
+        when only a trailing slash is wrong (to a relative URL, whatever ``Host`` says),
+        refused at once when it announces a body, which no such route reads."""
+        if self._routes is None:
+            return True
+        path = _route_path(scope)
+        if _matches(self._routes(), scope, path) is Match.NONE:
+            other = path[:-1] if path.endswith("/") else path + "/"
+            if other and _matches(self._routes(), scope, other) is not Match.NONE:
+                root = str(scope.get("root_path", "")).rstrip("/")
+                location = "/" + (root + other).lstrip("/")  # never "//host": not a path
+                query = scope.get("query_string", b"")
+                if query:
+                    location += "?" + query.decode("latin-1")
+                await refuse(send, 307, "redirect", f"see {location}", drained=not body,
+                             headers={"Location": location})  # fmt: skip
+                return False
+            if body:
+                message = f"no route matches {method} {shown_path(path)}"
+                await refuse(send, 404, "not_found", message, drained=False)
+                return False
+            return True
+        if body:
+            message = f"{method} {shown_path(path)} takes no request body"
+            await refuse(send, 413, "payload_too_large", message, drained=False)
+            return False
+        return True
+
+    async def _authorized(self, scope: Scope, send: Send, needed: Role, body: bool) -> bool:
         client = _client(scope)
         wait = self.backoff.locked_for(client)
         if wait > 0:
             seconds = max(1, round(wait + 0.5))
             message = f"too many wrong tokens from this address; try again in {seconds} s"
-            await refuse(send, 429, "too_many_failures", message,
+            await refuse(send, 429, "too_many_failures", message, drained=not body,
                          headers={"Retry-After": str(seconds)})  # fmt: skip
             return False
         token = bearer_token(scope)
         if token is None:
-            await refuse(send, 401, "unauthorized", MISSING_TOKEN, headers=_CHALLENGE)
+            await refuse(send, 401, "unauthorized", MISSING_TOKEN, drained=not body,
+                         headers=_CHALLENGE)  # fmt: skip
             return False
         role = self.tokens.role_for(token)
         if role is None:
             self.backoff.failed(client)
-            await refuse(send, 401, "unauthorized", WRONG_TOKEN, headers=_CHALLENGE)
+            await refuse(send, 401, "unauthorized", WRONG_TOKEN, drained=not body,
+                         headers=_CHALLENGE)  # fmt: skip
             return False
-        self.backoff.succeeded(client)
+        # A right token does not clear the address's record: a caller holding one token
+        # could otherwise guess at others without end, sending it between guesses.
         if not role.allows(needed):
-            await refuse(send, 403, "forbidden", forbidden(needed, role))
+            await refuse(send, 403, "forbidden", forbidden(needed, role), drained=not body)
             return False
         scope[ROLE_KEY] = role
         return True
@@ -174,6 +241,27 @@ def bearer_token(scope: Scope) -> str | None:
     scheme, _, token = value.partition(" ")
     token = token.strip()
     return token if scheme.lower() == "bearer" and token else None
+
+
+def announces_body(scope: Scope) -> bool:
+    """Whether the request's head says a body follows."""
+    if header(scope, b"transfer-encoding") is not None:
+        return True
+    length = header(scope, b"content-length")
+    return length is not None and length != "0"
+
+
+def _matches(routes: Sequence[BaseRoute], scope: Scope, path: str) -> Match:
+    """How well the app's routes match ``path`` (any method: PARTIAL)."""
+    probe = {**scope, "path": path, "root_path": ""}
+    best = Match.NONE
+    for route in routes:
+        match, _ = route.matches(probe)
+        if match is Match.FULL:
+            return match
+        if match is Match.PARTIAL:
+            best = match
+    return best
 
 
 def _client(scope: Scope) -> str:

@@ -15,6 +15,7 @@ from conveyor.queue import MAX_LIST, Queue
 from conveyor.web.answers import Budget, answer, job_answer, job_json, parse_include, trimmed
 from conveyor.web.auth import Role, require
 from conveyor.web.envelope import error_response
+from conveyor.web.limits import check_links
 from conveyor.web.models import (
     BatchEnqueueRequest,
     EnqueueRequest,
@@ -35,7 +36,7 @@ from conveyor.web.routes.common import (
     TaskQuery,
     errors,
 )
-from conveyor.web.state import State
+from conveyor.web.state import ServerState, State
 
 router = Router(tags=["jobs"])
 reader = [require(Role.READER)]
@@ -62,7 +63,12 @@ _MAX_PAGE = 256
 )
 def enqueue(body: EnqueueRequest, state: State) -> Response:
     """Add a job. With a `key`, an active job with that key is returned (200) instead of
-    a new one (201), or refused (409) with `on_active="raise"`."""
+    a new one (201), or refused (409) with `on_active="raise"`. A `subscriber` joins
+    the active job's subscribers only while it has fewer than `max_subscribers` (422
+    `too_many_subscribers`)."""
+    check_links(len(body.after or ()), state.limits)
+    if body.subscriber is not None and body.key is not None:
+        _check_subscribers(state, [(body.queue or "default", body.key, body.subscriber)])
     job = state.queue.enqueue(
         body.task,
         body.payload,
@@ -94,7 +100,15 @@ def enqueue(body: EnqueueRequest, state: State) -> Response:
 )
 def enqueue_many(body: BatchEnqueueRequest, state: State) -> Response:
     """Every job, in the order sent (an item whose key was active gives that job).
-    Past the byte budget the jobs come without payload and result (`truncated`)."""
+    Past the byte budget the jobs come without payload and result (`truncated`). The
+    `after` ids of all the jobs together are at most `max_dependency_links` (422), and
+    subscribers join active jobs as `POST /api/jobs` lets them."""
+    check_links(sum(len(item.after or ()) for item in body.jobs), state.limits)
+    default = body.queue or "default"
+    joining = [(item.queue or default, item.key, item.subscriber) for item in body.jobs
+               if item.key is not None and item.subscriber is not None]  # fmt: skip
+    if joining:
+        _check_subscribers(state, joining)
     items = [item.model_dump(exclude_unset=True, exclude_none=True) for item in body.jobs]
     if body.ids_only:
         return answer({"ids": state.queue.enqueue_ids(items, queue=body.queue)}, 201)
@@ -236,7 +250,40 @@ async def wait(
     summary="Who asked to hear of the job's end",
 )
 def subscribers(job_id: JobIdPath, state: State) -> dict[str, Any]:
-    return {"subscribers": state.queue.subscribers(job_id)}
+    """At most `max_subscribers` of them (`truncated` says when there are more)."""
+    found = state.queue.subscribers(job_id)
+    cap = state.limits.max_subscribers
+    return {"subscribers": found[:cap], "truncated": len(found) > cap}
+
+
+def _check_subscribers(state: ServerState, joining: list[tuple[str, str, str]]) -> None:
+    """Refuse subscribers that would take an active job past ``max_subscribers``.
+
+    Checked here, before the enqueue, from what the database holds now: requests racing
+    each other can pass the cap by a few (the library takes any number)."""
+    cap = state.limits.max_subscribers
+    if len(joining) > cap:
+        raise TooManySubscribers(
+            f"subscribers: expected at most {cap} items with a key and a subscriber in one "
+            f"request, got {len(joining)}"
+        )
+    wanted: dict[tuple[str, str], set[str]] = {}
+    for queue, key, subscriber in joining:
+        wanted.setdefault((queue, key), set()).add(subscriber)
+    for (queue, key), new in wanted.items():
+        active = state.queue.latest(key, queue=queue)
+        if active is None or active.status not in (Status.PENDING, Status.RUNNING):
+            continue
+        present = set(state.queue.subscribers(active.id))
+        if len(present | new) > cap and not new <= present:
+            raise TooManySubscribers(
+                f"subscriber: job {active.id} has {len(present)} subscribers already; "
+                f"a job takes at most {cap}"
+            )
+
+
+class TooManySubscribers(InvalidArgument):
+    code = "too_many_subscribers"
 
 
 def _existing(queue: Queue, job_id: int) -> Job:
