@@ -34,6 +34,9 @@ from conveyor.web.limits import header, is_json, refuse
 from conveyor.web.router import RouteRole, needed_role
 
 SAFE_METHODS = frozenset({"GET", "HEAD"})
+# A refused request's body up to this size is read by the connection and dropped (never
+# buffered or parsed), so the client gets the answer; past it the connection closes.
+DISCARDED_BODY_BYTES = 64 * 1024
 CONTENT_SECURITY_POLICY = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
@@ -133,6 +136,10 @@ class Guard:
             await refuse(send, 400, "bad_request", message, drained=False)
             return
         body = announces_body(scope)
+        # A refusal lets the connection read a small body to its end and throw it away
+        # (the client, still sending, would otherwise see the connection reset instead of
+        # the answer); past that, it answers at once and closes the connection.
+        keep = not body or _declared_length(scope) <= DISCARDED_BODY_BYTES
         if not self.tokens.enabled:
             host = header(scope, b"host")
             if not loopback_host(host):
@@ -141,32 +148,32 @@ class Guard:
                     "Host: a server without tokens answers only to 127.0.0.1, localhost or "
                     f"[::1], got {shown}"
                 )
-                await refuse(send, 403, "forbidden_host", message, drained=not body)
+                await refuse(send, 403, "forbidden_host", message, drained=keep)
                 return
         method = str(scope["method"]).upper()
         changing = method not in SAFE_METHODS
         if changing:
             refusal = _cross_site(scope)
             if refusal is not None:
-                await refuse(send, 403, "cross_site", refusal, drained=not body)
+                await refuse(send, 403, "cross_site", refusal, drained=keep)
                 return
         needed = needed_role(self.roles, method, _route_path(scope))
-        if needed is None and not await self._public(scope, send, method, body):
+        if needed is None and not await self._public(scope, send, method, body, keep):
             return
         if not self.tokens.enabled:
             scope[ROLE_KEY] = Role.ADMIN
-        elif needed is not None and not await self._authorized(scope, send, needed, body):
+        elif needed is not None and not await self._authorized(scope, send, needed, keep):
             return
         if changing and not is_json(scope) and header(scope, b"authorization") is None:
             message = (
                 f"{method} needs Content-Type: application/json (even without a body) "
                 "or an Authorization header"
             )
-            await refuse(send, 415, "unsupported_media_type", message, drained=not body)
+            await refuse(send, 415, "unsupported_media_type", message, drained=keep)
             return
         await self.app(scope, receive, send)
 
-    async def _public(self, scope: Scope, send: Send, method: str, body: bool) -> bool:
+    async def _public(self, scope: Scope, send: Send, method: str, body: bool, keep: bool) -> bool:
         """A request for a route that needs no token (or for no route at all): redirected
         when only a trailing slash is wrong (to a relative URL, whatever ``Host`` says),
         refused at once when it announces a body, which no such route reads."""
@@ -181,44 +188,44 @@ class Guard:
                 query = scope.get("query_string", b"")
                 if query:
                     location += "?" + query.decode("latin-1")
-                await refuse(send, 307, "redirect", f"see {location}", drained=not body,
+                await refuse(send, 307, "redirect", f"see {location}", drained=keep,
                              headers={"Location": location})  # fmt: skip
                 return False
             if body:
                 message = f"no route matches {method} {shown_path(path)}"
-                await refuse(send, 404, "not_found", message, drained=False)
+                await refuse(send, 404, "not_found", message, drained=keep)
                 return False
             return True
         if body:
             message = f"{method} {shown_path(path)} takes no request body"
-            await refuse(send, 413, "payload_too_large", message, drained=False)
+            await refuse(send, 413, "payload_too_large", message, drained=keep)
             return False
         return True
 
-    async def _authorized(self, scope: Scope, send: Send, needed: Role, body: bool) -> bool:
+    async def _authorized(self, scope: Scope, send: Send, needed: Role, keep: bool) -> bool:
         client = _client(scope)
         wait = self.backoff.locked_for(client)
         if wait > 0:
             seconds = max(1, round(wait + 0.5))
             message = f"too many wrong tokens from this address; try again in {seconds} s"
-            await refuse(send, 429, "too_many_failures", message, drained=not body,
+            await refuse(send, 429, "too_many_failures", message, drained=keep,
                          headers={"Retry-After": str(seconds)})  # fmt: skip
             return False
         token = bearer_token(scope)
         if token is None:
-            await refuse(send, 401, "unauthorized", MISSING_TOKEN, drained=not body,
+            await refuse(send, 401, "unauthorized", MISSING_TOKEN, drained=keep,
                          headers=_CHALLENGE)  # fmt: skip
             return False
         role = self.tokens.role_for(token)
         if role is None:
             self.backoff.failed(client)
-            await refuse(send, 401, "unauthorized", WRONG_TOKEN, drained=not body,
+            await refuse(send, 401, "unauthorized", WRONG_TOKEN, drained=keep,
                          headers=_CHALLENGE)  # fmt: skip
             return False
         # A right token does not clear the address's record: a caller holding one token
         # could otherwise guess at others without end, sending it between guesses.
         if not role.allows(needed):
-            await refuse(send, 403, "forbidden", forbidden(needed, role), drained=not body)
+            await refuse(send, 403, "forbidden", forbidden(needed, role), drained=keep)
             return False
         scope[ROLE_KEY] = role
         return True
@@ -249,6 +256,15 @@ def announces_body(scope: Scope) -> bool:
         return True
     length = header(scope, b"content-length")
     return length is not None and length != "0"
+
+
+def _declared_length(scope: Scope) -> int:
+    """The body's declared length; a chunked body (of no declared length) counts as
+    longer than any bound."""
+    if header(scope, b"transfer-encoding") is not None:
+        return 1 << 62
+    text = header(scope, b"content-length") or "0"
+    return int(text) if text.isdigit() and len(text) < 19 else 1 << 62
 
 
 def _matches(routes: Sequence[BaseRoute], scope: Scope, path: str) -> Match:
