@@ -3,6 +3,8 @@ leaves with.
 
 ``Guard`` checks, from the request's head alone (no body has been read yet):
 
+0. The head frames the body one way: ``Content-Length`` or ``Transfer-Encoding``, not
+   both (400: two readers of the stream could disagree on where the body ends).
 1. On a server without tokens, the ``Host`` names loopback (``127.0.0.1``,
    ``localhost``, ``[::1]``, any port): a page whose DNS name was rebound to
    127.0.0.1 cannot talk to it.
@@ -13,7 +15,15 @@ leaves with.
    a plain HTML form (or a ``no-cors`` fetch) can send.
 3. The bearer token, when the route needs one: unknown tokens get 401 and count
    against the caller's address (``TokenBackoff``); a role short of the route's gets
-   403. The role found is left in the scope for the route.
+   403. The role found is left in the scope for the route. A right token does not
+   clear the address's record.
+4. A request for a route that needs no token, or for no route: a path that is only
+   a trailing slash off a route is redirected (307, to a relative ``Location``); a
+   body announced for such a path is refused (413 for a route, 404 for none), since
+   nothing would read it.
+
+A refusal lets the connection drop a body up to ``DISCARDED_BODY_BYTES`` (never
+buffered or parsed), so the client gets the answer; a larger one closes the connection.
 
 ``SecurityHeaders`` adds the content security policy and its companions to every
 response, errors included."""
