@@ -23,7 +23,7 @@ from typing import Any, NoReturn, TypeVar
 import httpx
 
 from conveyor import tracing
-from conveyor.codec import to_json
+from conveyor.codec import from_json, to_json
 from conveyor.contract import QueueAPI
 from conveyor.endpoints import ENDPOINTS
 from conveyor.errors import (
@@ -37,6 +37,7 @@ from conveyor.errors import (
     StaleClaim,
     WorkflowNotFound,
 )
+from conveyor.info import WorkerInfo
 from conveyor.job import Job
 from conveyor.ops import Call
 from conveyor.ops.defaults import Defaults
@@ -81,6 +82,8 @@ class RemoteQueue(QueueAPI):
     def _run(self, call: Call[T]) -> T:
         if call.conn is not None:
             raise InvalidArgument("conn: a remote queue cannot join a local database transaction")
+        if call.op == "workers":  # the server lists them a page at a time
+            return self._workers()  # type: ignore[return-value]
         method, path, body, query = request_for(call.op, call.args)
         try:
             data, status = self._send(method, path, body, query)
@@ -90,6 +93,16 @@ class RemoteQueue(QueueAPI):
             raise
         result: T = decode(call.op, data, status)
         return result
+
+    def _workers(self) -> list[WorkerInfo]:
+        found: list[WorkerInfo] = []
+        after: str | None = None
+        while True:
+            data, _ = self._send("GET", "/api/workers", None, {"after": after})
+            found += [from_json(WorkerInfo, w) for w in data["workers"]]
+            after = data.get("next_after")
+            if after is None:
+                return found
 
     def _watch(self, job_id: int, left: float | None, poll: float) -> Job | None:
         # One long poll of the server (``poll`` is not needed: the server wakes us).

@@ -111,3 +111,29 @@ def test_the_token_examples_of_the_docs_work() -> None:
     assert examples  # the README shows one
     for value in examples:
         assert parse_tokens(value), value
+
+
+@pytest.mark.slow
+def test_serves_on_the_ipv6_loopback_written_in_brackets(tmp_path: Path) -> None:
+    port = _free_port()
+    command = [sys.executable, "-m", "conveyor", "serve", "--host", "[::1]", "--port", str(port),
+               "--db", f"sqlite:///{tmp_path}/q.db", "--log-level", "warning"]  # fmt: skip
+    server = subprocess.Popen(command, env=_env(), stderr=subprocess.PIPE, text=True)
+    base = f"http://[::1]:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                health = httpx.get(f"{base}/healthz", timeout=2)
+                break
+            except httpx.TransportError:
+                assert server.poll() is None, server.communicate()[1]
+                assert time.monotonic() < deadline, "the server did not answer in 30 s"
+                time.sleep(0.1)
+        assert health.status_code == 200
+        # A server without tokens answers the IPv6 loopback's Host name.
+        assert httpx.get(f"{base}/api/stats").status_code == 200
+    finally:
+        server.send_signal(signal.SIGTERM)
+        _, stderr = server.communicate(timeout=30)
+    assert f"on http://[::1]:{port}" in stderr

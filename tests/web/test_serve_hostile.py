@@ -121,22 +121,88 @@ def test_stalled_connections_are_dropped_and_the_server_keeps_answering(tmp_path
         assert httpx.get(f"{served.url}/api/stats", headers=AS_READER).json()["total"] == 0
 
 
-def test_past_the_connection_limit_requests_get_503_until_stalled_ones_are_dropped(
+def test_past_the_connection_limit_requests_get_a_json_503_and_health_checks_still_answer(
     tmp_path: Path,
 ) -> None:
+    """The audit's attack, scaled to the cap: one anonymous client holds more half-sent
+    requests than the server takes. /healthz still answers (room is kept for it); other
+    requests get 503 with the error envelope, Retry-After and the security headers;
+    once the stalled requests run out of time, the server is free again."""
     args = ("--max-connections", "10", "--header-timeout", "2")
     with serving(f"sqlite:///{tmp_path}/q.db", *args) as served:
         host, port = served.address
         stalled = [socket.create_connection((host, port), timeout=SOCKET_BOUND_S)
                    for _ in range(12)]  # fmt: skip
         for sock in stalled:
-            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")
-        full = _eventually(lambda: httpx.get(f"{served.url}/healthz").status_code == 503)
-        assert full
-        # Once the stalled connections run out of time, the server is free again.
-        _eventually(lambda: httpx.get(f"{served.url}/healthz").status_code == 200)
+            sock.sendall(b"GET /api/stats HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        full = _eventually(lambda: _refused(httpx.get(f"{served.url}/api/stats")))
+        assert full.json()["error"]["code"] == "overloaded"
+        assert full.headers["retry-after"] == "1"
+        assert full.headers["content-type"] == "application/json"
+        assert full.headers["x-content-type-options"] == "nosniff"
+        assert "content-security-policy" in full.headers
+        health = [httpx.get(f"{served.url}/healthz").status_code for _ in range(20)]
+        assert health == [200] * 20
+        _eventually(lambda: httpx.get(f"{served.url}/api/stats").status_code == 200)
         for sock in stalled:
             sock.close()
+
+
+def test_guesses_do_not_spread_over_forwarded_addresses(tmp_path: Path) -> None:
+    """X-Forwarded-For from a loopback client is not believed unless the proxy is
+    named: every guess counts against the peer."""
+    with serving(f"sqlite:///{tmp_path}/q.db", tokens=TOKENS) as served:
+        statuses = [
+            httpx.get(f"{served.url}/api/stats", headers={
+                "Authorization": "Bearer guess-guess-01", "X-Forwarded-For": f"10.0.{n}.1"
+            }).status_code
+            for n in range(12)
+        ]  # fmt: skip
+        assert statuses[:5] == [401] * 5 and statuses[-1] == 429
+    proxied = ("--trusted-proxies", "127.0.0.1")
+    with serving(f"sqlite:///{tmp_path}/q.db", *proxied, tokens=TOKENS) as served:
+        statuses = [
+            httpx.get(f"{served.url}/api/stats", headers={
+                "Authorization": "Bearer guess-guess-01", "X-Forwarded-For": f"10.0.{n}.1"
+            }).status_code
+            for n in range(12)
+        ]  # fmt: skip
+        assert statuses == [401] * 12  # a named proxy's clients are told apart
+
+
+def _answer_at_once(address: tuple[str, int], head: bytes) -> bytes:
+    """Send a request's head alone (the body it announces never comes) and read what
+    the server answers before it hangs up."""
+    with socket.create_connection(address, timeout=SOCKET_BOUND_S) as sock:
+        sock.sendall(head)
+        return _recv_until_closed(sock)
+
+
+def test_bodies_nobody_reads_are_refused_from_the_head(tmp_path: Path) -> None:
+    """A body announced to an unknown or public path, without a token: answered at once
+    and the connection closed, without waiting for (or reading) the body."""
+    with serving(f"sqlite:///{tmp_path}/q.db", tokens=TOKENS) as served:
+        for path, status in ((b"/nowhere", b"404"), (b"/healthz", b"413"), (b"/api/jobs", b"401")):
+            answer = _answer_at_once(
+                served.address,
+                b"POST " + path + b" HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b"Content-Length: 1048576\r\n\r\n[[[[",
+            )
+            assert answer.startswith(b"HTTP/1.1 " + status + b" "), answer[:100]
+            assert b"connection: close" in answer.lower()
+
+
+def test_content_length_with_chunked_encoding_is_refused(tmp_path: Path) -> None:
+    with serving(f"sqlite:///{tmp_path}/q.db", tokens=TOKENS) as served:
+        answer = _answer_at_once(
+            served.address,
+            b"POST /api/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Authorization: Bearer " + ADMIN.encode() + b"\r\nContent-Length: 13\r\n"
+            b'Transfer-Encoding: chunked\r\n\r\nd\r\n{"task": "t"}\r\n0\r\n\r\n',
+        )
+        assert answer.startswith(b"HTTP/1.1 400 "), answer[:100]
+        assert b'"bad_request"' in answer
+        assert httpx.get(f"{served.url}/api/stats", headers=AS_READER).json()["total"] == 0
 
 
 def test_long_polls_past_the_cap_get_503_with_retry_after(db_url: str) -> None:

@@ -34,11 +34,19 @@ def serve(
     header_timeout: Annotated[
         float,
         typer.Option(min=0.1, help="Seconds a request's head may take to arrive.", metavar="S"),
-    ] = 10.0,
+    ] = 5.0,
     body_timeout: Annotated[
         float,
         typer.Option(min=0.1, help="Seconds a request's body may take to arrive.", metavar="S"),
-    ] = 30.0,
+    ] = 15.0,
+    trusted_proxies: Annotated[
+        str | None,
+        typer.Option(
+            help="Addresses or networks (comma-separated) of reverse proxies whose "
+            "X-Forwarded-For names the client. Default: none; the client is the peer.",
+            metavar="ADDRS",
+        ),
+    ] = None,
     rescue_interval: Annotated[
         float,
         typer.Option(
@@ -61,7 +69,7 @@ def serve(
         from conveyor.web.app import check_bind_address, create_app
         from conveyor.web.auth import tokens_from_env
         from conveyor.web.limits import Limits
-        from conveyor.web.server import ServerLimits, config
+        from conveyor.web.server import ServerLimits, config, url_host
     except ImportError as exc:
         missing = exc.name or "a dependency"
         raise ConfigurationError(
@@ -81,8 +89,13 @@ def serve(
     )
     queue = web_app.state.conveyor.queue
     auth = f"{len(tokens)} token(s)" if tokens else "no tokens: loopback only"
-    typer.echo(f"conveyor: serving {queue.url} on http://{host}:{port} ({auth})", err=True)
-    bounds = ServerLimits(header_timeout=header_timeout, max_connections=max_connections)
+    bounds = ServerLimits(
+        header_timeout=header_timeout,
+        max_connections=max_connections,
+        trusted_proxies=trusted_proxies,
+    )
+    where = f"http://{url_host(host)}:{port}"
+    typer.echo(f"conveyor: serving {queue.url} on {where} ({auth})", err=True)
     server = uvicorn.Server(
         config(web_app, host=host, port=port, log_level=log_level.lower(), limits=bounds)
     )
@@ -103,8 +116,9 @@ def _check_port_free(host: str, port: int) -> None:
 
     if port == 0:
         return
+    bare = host[1:-1] if host.startswith("[") and host.endswith("]") else host  # [::1]
     try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        infos = socket.getaddrinfo(bare, port, type=socket.SOCK_STREAM)
     except OSError as exc:
         raise ConfigurationError(f"--host {host}: cannot resolve it ({exc})") from None
     family, kind, proto, _, address = infos[0]

@@ -18,7 +18,7 @@ from conveyor.maintenance import Rescuer
 from conveyor.queue import Queue
 from conveyor.web import console, docs, envelope
 from conveyor.web.auth import ENV_TOKENS, ENV_TOKENS_FILE, Role, Tokens, tokens_from_env
-from conveyor.web.guard import Guard, SecurityHeaders
+from conveyor.web.guard import Guard, HeadAsGet, SecurityHeaders
 from conveyor.web.limits import BodyLimits, Limits
 from conveyor.web.metrics import Metrics
 from conveyor.web.routes import admin, bulk, flow, jobs, ops, runtime, whoami, work, workflows
@@ -38,10 +38,11 @@ Send `Authorization: Bearer <token>`; a token grants the `reader` (read), `worke
 
 class _App(FastAPI):
     """FastAPI, with the security headers outside everything else, so that even the
-    answers of its own error handling carry them."""
+    answers of its own error handling carry them; a HEAD request is answered as its GET
+    would be, without the body."""
 
     def build_middleware_stack(self) -> ASGIApp:
-        return SecurityHeaders(super().build_middleware_stack())
+        return SecurityHeaders(HeadAsGet(super().build_middleware_stack()))
 
 
 def create_app(
@@ -79,8 +80,12 @@ def create_app(
         if isinstance(queue_or_url, Queue)
         else conveyor.connect(queue_or_url, use_env=use_env)
     )
+    bounds = limits or Limits()
     state = ServerState(
-        queue=queue, tokens=known, limits=limits or Limits(), metrics=Metrics(queue)
+        queue=queue,
+        tokens=known,
+        limits=bounds,
+        metrics=Metrics(queue, max_queues=bounds.max_metric_queues),
     )
 
     @asynccontextmanager
@@ -102,6 +107,7 @@ def create_app(
         docs_url=None,
         redoc_url=None,
         swagger_ui_oauth2_redirect_url=None,
+        redirect_slashes=False,  # the guard redirects, to a relative URL
     )
     app.state.conveyor = state
     envelope.install(app)
@@ -114,7 +120,11 @@ def create_app(
     app.add_middleware(TraceContext)
     roles = [role for module in ROUTES for role in module.router.roles]
     app.add_middleware(
-        Guard, tokens=lambda: app.state.conveyor.tokens, roles=roles, backoff=state.backoff
+        Guard,
+        tokens=lambda: app.state.conveyor.tokens,
+        roles=roles,
+        backoff=state.backoff,
+        routes=lambda: app.router.routes,
     )
     return app
 

@@ -2,9 +2,13 @@
 
 An address gets a few wrong guesses for free; after that each further one locks it out
 for twice as long as the last (up to a cap), and while it is locked out no token it
-sends is even looked at. A right token clears its record. Only ``max_clients``
-addresses are remembered (the stalest are forgotten first), so a caller with many
-addresses costs memory it cannot grow."""
+sends is even looked at. A right token does not clear the record (a caller holding one
+token would otherwise guess at the others without end, sending its own between
+guesses): an address's failures are forgotten ``forget_after_seconds`` after its last
+one. The address is the connection's peer, never a header, unless the server was told
+to believe a proxy's ``X-Forwarded-For``. Only ``max_clients`` addresses are remembered
+(the stalest are forgotten first), so a caller with many addresses costs memory it
+cannot grow."""
 
 from __future__ import annotations
 
@@ -62,6 +66,3 @@ class TokenBackoff:
         self._records[client] = record  # the most recent last
         while len(self._records) > self.max_clients:
             self._records.popitem(last=False)
-
-    def succeeded(self, client: str) -> None:
-        self._records.pop(client, None)

@@ -12,11 +12,11 @@ from dataclasses import dataclass
 import anyio
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from conveyor.errors import ConfigurationError
+from conveyor.errors import ConfigurationError, InvalidArgument
 from conveyor.validation import MAX_JSON_DEPTH
 from conveyor.web.depth import json_too_deep
 
-__all__ = ["BodyLimits", "Limits", "json_too_deep"]
+__all__ = ["BodyLimits", "Limits", "check_links", "json_too_deep"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,10 +36,23 @@ class Limits:
     - ``max_list``: jobs per page of ``GET /api/jobs``.
     - ``max_response_bytes``: the jobs one answer carries: lists and claims stop adding
       jobs once they reach it (the first job always goes in) and say so.
+    - ``max_dependency_links``: ``after`` ids in one request, all jobs of a batch
+      together (each is a row the database writes and checks in one transaction).
+    - ``max_worker_queues``/``max_worker_entry_bytes``: what one worker registry entry
+      may hold: queues named, and the size of all its fields together.
+    - ``max_workers_page``: registry entries per page of ``GET /api/workers``.
+    - ``max_subscribers``: subscribers one job takes over HTTP, and lists at most.
+    - ``max_metric_queues``: queues ``/metrics`` labels one by one; the others are
+      summed under ``queue="_other"``.
+    - ``max_slot_lead_seconds``: how far past the database's now a schedule's slot may
+      be run; ``schedule_horizon_seconds``: how far from it any other slot (a run slot's
+      past, a ``next_slot``, a ``first_slot``) may lie.
+    - ``min_rate_period_seconds``/``max_rate_per_second``: bounds of a queue's rate
+      limits (``per`` at least the one, ``limit / per`` at most the other).
     """
 
     max_body_bytes: int = 1024 * 1024
-    body_timeout_seconds: float = 30.0
+    body_timeout_seconds: float = 15.0
     max_json_depth: int = MAX_JSON_DEPTH + 8
     max_claim: int = 1000
     min_lease_seconds: float = 1.0
@@ -48,6 +61,16 @@ class Limits:
     max_waits: int = 100
     max_list: int = 1000
     max_response_bytes: int = 4 * 1024 * 1024
+    max_dependency_links: int = 10_000
+    max_worker_queues: int = 100
+    max_worker_entry_bytes: int = 16 * 1024
+    max_workers_page: int = 1000
+    max_subscribers: int = 1000
+    max_metric_queues: int = 100
+    max_slot_lead_seconds: float = 3600.0
+    schedule_horizon_seconds: float = 400 * 86400.0
+    min_rate_period_seconds: float = 0.001
+    max_rate_per_second: float = 1_000_000.0
 
     def __post_init__(self) -> None:
         positive = {
@@ -60,6 +83,16 @@ class Limits:
             "max_waits": self.max_waits,
             "max_list": self.max_list,
             "max_response_bytes": self.max_response_bytes,
+            "max_dependency_links": self.max_dependency_links,
+            "max_worker_queues": self.max_worker_queues,
+            "max_worker_entry_bytes": self.max_worker_entry_bytes,
+            "max_workers_page": self.max_workers_page,
+            "max_subscribers": self.max_subscribers,
+            "max_metric_queues": self.max_metric_queues,
+            "max_slot_lead_seconds": self.max_slot_lead_seconds,
+            "schedule_horizon_seconds": self.schedule_horizon_seconds,
+            "min_rate_period_seconds": self.min_rate_period_seconds,
+            "max_rate_per_second": self.max_rate_per_second,
         }
         for name, value in positive.items():
             if not value > 0:
@@ -69,6 +102,16 @@ class Limits:
                 "limits: expected 0 < min_lease_seconds <= max_lease_seconds, got "
                 f"{self.min_lease_seconds} and {self.max_lease_seconds}"
             )
+
+
+def check_links(count: int, limits: Limits) -> None:
+    """A request's dependency links (``after`` ids, all its jobs together) within
+    ``limits.max_dependency_links``."""
+    if count > limits.max_dependency_links:
+        raise InvalidArgument(
+            f"after: expected at most {limits.max_dependency_links} dependency links in one "
+            f"request (all its jobs together), got {count}"
+        )
 
 
 class BodyLimits:

@@ -320,6 +320,7 @@ class QueuesOut(BaseModel):
 
 class SubscribersOut(BaseModel):
     subscribers: list[str]
+    truncated: bool = Field(False, description="more subscribers than the server lists")
 
 
 class ResetOut(BaseModel):

@@ -17,6 +17,7 @@ import functools
 import inspect
 import operator
 import re
+import typing
 import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -113,12 +114,27 @@ class Router(APIRouter):
 
     def add_api_route(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
         methods = frozenset(str(m).upper() for m in kwargs.get("methods") or ("GET",))
+        declared = [
+            *self.dependencies,
+            *(kwargs.get("dependencies") or ()),
+            *_in_signature(endpoint),
+        ]
         if not inspect.iscoroutinefunction(endpoint):
             endpoint = in_pool(endpoint, "read" if methods <= {"GET", "HEAD"} else "write")
         super().add_api_route(path, endpoint, **kwargs)
-        needed = _strongest([*self.dependencies, *(kwargs.get("dependencies") or ())])
+        needed = _strongest(declared)
         pattern, _, _ = compile_path(self.prefix + path)
         self.roles.append(RouteRole(pattern, methods, needed))
+
+
+def _in_signature(endpoint: Callable[..., Any]) -> list[Any]:
+    """The dependencies an endpoint declares on its parameters (``Annotated[Role,
+    require(...)]`` or a ``Depends`` default), so that the guard knows of them too."""
+    found: list[Any] = []
+    for parameter in inspect.signature(endpoint, eval_str=True).parameters.values():
+        found += typing.get_args(parameter.annotation)[1:]
+        found.append(parameter.default)
+    return found
 
 
 def _strongest(dependencies: Sequence[Any]) -> Role | None:

@@ -1,7 +1,13 @@
 """Serving the app with uvicorn (``conveyor serve``), with bounds on what a connection
 may hold: how long a request's head may take, how long a client may stall reading an
-answer, how many connections and requests run at once, how long a graceful stop may
-wait. A request's body has its own bound, in the app (``Limits.body_timeout_seconds``).
+answer, how many connections and requests run at once (with room kept for
+``/healthz``), how long a graceful stop may wait. A request's body has its own bound,
+in the app (``Limits.body_timeout_seconds``).
+
+Past the connection cap a request is answered here, before the app sees it: 503 with
+the error envelope, ``Retry-After`` and the security headers, and the connection
+closes. Clients' addresses are the connections' peers: ``X-Forwarded-For`` counts only
+from the proxies named in ``trusted_proxies``.
 
 Access log lines show paths as ``envelope.shown_path`` does: claim ids hidden, long
 paths cut."""
@@ -9,6 +15,7 @@ paths cut."""
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +25,8 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from conveyor.errors import ConfigurationError
 from conveyor.web.envelope import shown_path
+from conveyor.web.guard import SECURITY_HEADERS
+from conveyor.web.limits import refuse
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,15 +40,22 @@ class ServerLimits:
     - ``write_timeout``: seconds a client may leave an answer unread (the server's send
       buffer full) before it is disconnected.
     - ``max_connections``: connections and requests at once; past it, new requests are
-      answered 503 (uvicorn's ``limit_concurrency``).
+      answered 503 ``overloaded`` (with ``Retry-After``).
+    - ``health_reserve``: connections past ``max_connections`` that only ``/healthz``
+      may use, so that a load balancer still hears from a server that is full.
     - ``shutdown_grace``: seconds a stop waits for requests under way (long polls).
+    - ``trusted_proxies``: addresses (or networks, ``10.0.0.0/8``) whose
+      ``X-Forwarded-For`` and ``X-Forwarded-Proto`` are believed; ``None``: nobody's,
+      and a client is the connection's peer (the token back-off counts per client).
     """
 
-    header_timeout: float = 10.0
+    header_timeout: float = 5.0
     keep_alive: int = 5
     write_timeout: float = 30.0
     max_connections: int = 1000
+    health_reserve: int = 50
     shutdown_grace: int = 10
+    trusted_proxies: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("header_timeout", "keep_alive", "write_timeout", "max_connections"):
@@ -47,6 +63,16 @@ class ServerLimits:
                 raise ConfigurationError(f"{name}: expected a positive number")
         if self.shutdown_grace < 0:
             raise ConfigurationError("shutdown_grace: expected 0 or more seconds")
+        if self.health_reserve < 0:
+            raise ConfigurationError("health_reserve: expected 0 or more connections")
+        if self.trusted_proxies is not None:
+            for entry in self.trusted_proxies.split(","):
+                try:
+                    ipaddress.ip_network(entry.strip(), strict=False)
+                except ValueError:
+                    raise ConfigurationError(
+                        f"trusted proxies: expected addresses or networks, got {entry.strip()!r}"
+                    ) from None
 
 
 class _BoundedH11(H11Protocol):
@@ -54,8 +80,15 @@ class _BoundedH11(H11Protocol):
     answers the client does not read. (Set ``header_timeout``/``write_timeout`` in a
     subclass: uvicorn builds protocols itself.)"""
 
-    header_timeout = 10.0
+    header_timeout = 5.0
     write_timeout = 30.0
+    max_connections = 1000
+    health_reserve = 50
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.limit_concurrency = None  # uvicorn's plain-text 503: answered by _Overload instead
+        self.app = _Overload(self.app, self)
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -108,11 +141,41 @@ class _BoundedH11(H11Protocol):
         self.transport.abort()
 
 
+class _Overload:
+    """In front of the app: past ``max_connections`` connections (or requests under
+    way), a request gets 503 ``overloaded``, but for ``/healthz`` while the total stays
+    within ``max_connections + health_reserve``."""
+
+    def __init__(self, app: Any, protocol: _BoundedH11) -> None:
+        self.app = app
+        self.protocol = protocol
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        protocol = self.protocol
+        busy = max(len(protocol.connections), len(protocol.tasks))
+        if scope["type"] != "http" or busy <= protocol.max_connections:
+            await self.app(scope, receive, send)
+            return
+        root = str(scope.get("root_path", ""))
+        path = str(scope.get("path", ""))[len(root) :]
+        if path == "/healthz" and busy <= protocol.max_connections + protocol.health_reserve:
+            await self.app(scope, receive, send)
+            return
+        message = "the server has as many connections as it takes; try again shortly"
+        await refuse(send, 503, "overloaded", message, drained=False,
+                     headers={"Retry-After": "1", **SECURITY_HEADERS})  # fmt: skip
+
+
 def protocol(limits: ServerLimits) -> type[H11Protocol]:
     return type(
         "BoundedH11",
         (_BoundedH11,),
-        {"header_timeout": limits.header_timeout, "write_timeout": limits.write_timeout},
+        {
+            "header_timeout": limits.header_timeout,
+            "write_timeout": limits.write_timeout,
+            "max_connections": limits.max_connections,
+            "health_reserve": limits.health_reserve,
+        },
     )
 
 
@@ -134,14 +197,30 @@ def config(
     access = logging.getLogger("uvicorn.access")
     if not any(isinstance(f, _ShownPaths) for f in access.filters):
         access.addFilter(_ShownPaths())
+    trusted = bounds.trusted_proxies
     return uvicorn.Config(
         app,
-        host=host,
+        host=bind_host(host),
         port=port,
         log_level=log_level,
         http=protocol(bounds),
         timeout_keep_alive=bounds.keep_alive,
-        limit_concurrency=bounds.max_connections,
         timeout_graceful_shutdown=bounds.shutdown_grace,
         server_header=False,
+        # uvicorn believes X-Forwarded-For from loopback by default: only when told here.
+        proxy_headers=trusted is not None,
+        forwarded_allow_ips=[e.strip() for e in trusted.split(",")] if trusted else [],
     )
+
+
+def bind_host(host: str) -> str:
+    """The address to bind: an IPv6 address may come in brackets, as in a URL."""
+    if host.startswith("[") and host.endswith("]"):
+        return host[1:-1]
+    return host
+
+
+def url_host(host: str) -> str:
+    """The host as a URL writes it: IPv6 addresses in brackets."""
+    bare = bind_host(host)
+    return f"[{bare}]" if ":" in bare else bare

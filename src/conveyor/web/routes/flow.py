@@ -8,7 +8,10 @@ from typing import Annotated, Any
 from fastapi import Query
 
 from conveyor.codec import to_json
+from conveyor.errors import InvalidArgument
 from conveyor.info import Rate
+from conveyor.validation import MAX_NAME_LENGTH
+from conveyor.web.limits import Limits
 from conveyor.web.models import LimitsRequest, RateIn
 from conveyor.web.router import Router, route
 from conveyor.web.routes.common import JobIdPath, QueuePath, QueueQuery
@@ -29,19 +32,33 @@ def resume(queue: QueuePath, state: State) -> Any:
 
 @route(router, "set_limits")
 def set_limits(queue: QueuePath, body: LimitsRequest, state: State) -> Any:
-    """Replaces every limit: a field left out or null removes that limit."""
+    """Replaces every limit: a field left out or null removes that limit. A rate's `per`
+    is at least `min_rate_period_seconds` (default 1 ms) and `limit / per` at most
+    `max_rate_per_second` (default 1,000,000); 422 otherwise."""
     settings = state.queue.set_limits(
         queue,
         max_running=body.max_running,
         group_max_running=body.group_max_running,
-        rate=_rate(body.rate),
-        group_rate=_rate(body.group_rate),
+        rate=_rate(body.rate, state.limits, "rate"),
+        group_rate=_rate(body.group_rate, state.limits, "group_rate"),
     )
     return to_json(settings)
 
 
-def _rate(value: RateIn | None) -> Rate | None:
-    return None if value is None else Rate(value.limit, value.per)
+def _rate(value: RateIn | None, limits: Limits, what: str) -> Rate | None:
+    if value is None:
+        return None
+    if value.per < limits.min_rate_period_seconds:
+        raise InvalidArgument(
+            f"{what}.per: expected at least {limits.min_rate_period_seconds:g} seconds, "
+            f"got {value.per:g}"
+        )
+    if value.limit / value.per > limits.max_rate_per_second:
+        raise InvalidArgument(
+            f"{what}: expected at most {limits.max_rate_per_second:g} jobs per second, got "
+            f"{value.limit} per {value.per:g} s"
+        )
+    return Rate(value.limit, value.per)
 
 
 @route(router, "queue_settings")
@@ -50,8 +67,28 @@ def queue_settings(state: State, queue: QueueQuery = None) -> dict[str, Any]:
 
 
 @route(router, "workers")
-def workers(state: State) -> dict[str, Any]:
-    return {"workers": to_json(state.queue.workers())}
+def workers(
+    state: State,
+    limit: Annotated[int, Query(ge=1, le=1_000_000)] = 100,
+    after: Annotated[
+        str | None,
+        Query(min_length=1, max_length=MAX_NAME_LENGTH, description="the last name seen"),
+    ] = None,
+) -> dict[str, Any]:
+    """In name order, `limit` at a time (at most `max_workers_page`); page with `after`
+    = the last name seen, until `next_after` is null."""
+    if limit > state.limits.max_workers_page:
+        raise InvalidArgument(
+            f"limit: expected at most {state.limits.max_workers_page}, got {limit}"
+        )
+    # The library lists every entry; the page is cut here (entries are small: see
+    # max_worker_entry_bytes).
+    listed = sorted(state.queue.workers(), key=lambda w: w.name)
+    if after is not None:
+        listed = [w for w in listed if w.name > after]
+    page = listed[:limit]
+    more = len(listed) > limit
+    return {"workers": to_json(page), "next_after": page[-1].name if more else None}
 
 
 @route(router, "schedules")

@@ -14,6 +14,7 @@ from conveyor.ops.defaults import MAX_JOB_ID
 from conveyor.queue import MAX_LIST, Queue
 from conveyor.web.answers import Budget, answer, job_answer, job_json, parse_include, trimmed
 from conveyor.web.envelope import error_response
+from conveyor.web.limits import check_links
 from conveyor.web.models import (
     BatchEnqueueRequest,
     EnqueueRequest,
@@ -30,7 +31,7 @@ from conveyor.web.routes.common import (
     QueueQuery,
     TaskQuery,
 )
-from conveyor.web.state import State
+from conveyor.web.state import ServerState, State
 
 router = Router(tags=["jobs"])
 
@@ -45,8 +46,14 @@ _MAX_PAGE = 256
 @route(router, "enqueue")
 def enqueue(body: EnqueueRequest, state: State) -> Response:
     """Add a job. With a `key`, an active job with that key is returned (200) instead of
-    a new one (201), or refused (409) with `on_active="raise"`."""
+    a new one (201), or refused (409) with `on_active="raise"`. A `subscriber` joins
+    the active job's subscribers only while it has fewer than `max_subscribers` (422
+    `too_many_subscribers`)."""
     options = enqueue_options(body)
+    check_links(len(options.get("after") or ()), state.limits)
+    key, subscriber = options.get("key"), options.get("subscriber")
+    if subscriber is not None and key is not None:
+        _check_subscribers(state, [(options.get("queue") or "default", key, subscriber)])
     job = state.queue.enqueue(body.task, body.payload, **options)
     state.metrics.enqueued_jobs([job])
     return job_answer(job, status_code=200 if job.deduplicated else 201)
@@ -55,10 +62,18 @@ def enqueue(body: EnqueueRequest, state: State) -> Response:
 @route(router, "enqueue_many")
 def enqueue_many(body: BatchEnqueueRequest, state: State) -> Response:
     """Every job, in the order sent (an item whose key was active gives that job).
-    Past the byte budget the jobs come without payload and result (`truncated`)."""
+    Past the byte budget the jobs come without payload and result (`truncated`). The
+    `after` ids of all the jobs together are at most `max_dependency_links` (422), and
+    subscribers join active jobs as `POST /api/jobs` lets them."""
     items = [
         {"task": item.task, "payload": item.payload, **enqueue_options(item)} for item in body.jobs
     ]
+    check_links(sum(len(i.get("after") or ()) for i in items), state.limits)
+    default = body.queue or "default"
+    joining = [(i.get("queue") or default, i["key"], i["subscriber"]) for i in items
+               if i.get("key") is not None and i.get("subscriber") is not None]  # fmt: skip
+    if joining:
+        _check_subscribers(state, joining)
     if body.ids_only:
         return answer({"ids": state.queue.enqueue_ids(items, queue=body.queue)}, 201)
     jobs = state.queue.enqueue_many(items, queue=body.queue)
@@ -169,7 +184,40 @@ async def wait(
 
 @route(router, "subscribers")
 def subscribers(job_id: JobIdPath, state: State) -> dict[str, Any]:
-    return {"subscribers": state.queue.subscribers(job_id)}
+    """At most `max_subscribers` of them (`truncated` says when there are more)."""
+    found = state.queue.subscribers(job_id)
+    cap = state.limits.max_subscribers
+    return {"subscribers": found[:cap], "truncated": len(found) > cap}
+
+
+def _check_subscribers(state: ServerState, joining: list[tuple[str, str, str]]) -> None:
+    """Refuse subscribers that would take an active job past ``max_subscribers``.
+
+    Checked here, before the enqueue, from what the database holds now: requests racing
+    each other can pass the cap by a few (the library takes any number)."""
+    cap = state.limits.max_subscribers
+    if len(joining) > cap:
+        raise TooManySubscribers(
+            f"subscribers: expected at most {cap} items with a key and a subscriber in one "
+            f"request, got {len(joining)}"
+        )
+    wanted: dict[tuple[str, str], set[str]] = {}
+    for queue, key, subscriber in joining:
+        wanted.setdefault((queue, key), set()).add(subscriber)
+    for (queue, key), new in wanted.items():
+        active = state.queue.latest(key, queue=queue)
+        if active is None or active.status not in (Status.PENDING, Status.RUNNING):
+            continue
+        present = set(state.queue.subscribers(active.id))
+        if len(present | new) > cap and not new <= present:
+            raise TooManySubscribers(
+                f"subscriber: job {active.id} has {len(present)} subscribers already; "
+                f"a job takes at most {cap}"
+            )
+
+
+class TooManySubscribers(InvalidArgument):
+    code = "too_many_subscribers"
 
 
 def _existing(queue: Queue, job_id: int) -> Job:

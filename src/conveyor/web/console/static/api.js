@@ -83,6 +83,18 @@ async function request(method, path, { params = {}, body, signal } = {}) {
   return data;
 }
 
+/** Every registered worker: the server lists them a page at a time (`next_after`). */
+export async function workers() {
+  const found = [];
+  let after = null;
+  do {
+    const listed = await get("api/workers", { after });
+    found.push(...listed.workers);
+    after = listed.next_after;
+  } while (after !== null && after !== undefined);
+  return found;
+}
+
 export function get(path, params, options = {}) {
   return request("GET", path, { ...options, params });
 }

@@ -1,7 +1,7 @@
 // Overview: where work stands per queue, throughput over the last hour, workers, and
 // (for admins) pausing queues, resetting old claims and pruning.
 
-import { get, now, page, post } from "./api.js";
+import { get, now, page, post, workers } from "./api.js";
 import { fill, h } from "./dom.js";
 import { agoNode, count, when } from "./format.js";
 import { act } from "./dialog.js";
@@ -92,7 +92,7 @@ export function mount(main, ctx, params) {
       get("api/queues"),
       get("api/queues/settings"),
       get("api/throughput", { minutes: 60, queue: chartQueue }),
-      get("api/workers"),
+      workers().then((found) => ({ workers: found })),
     ]);
     const minute = Math.floor(now() / 60000);
     const drawn = JSON.stringify([throughput.minutes, minute]);

@@ -1,6 +1,6 @@
 // Workers: every registered worker, idle ones too, as each one last reported itself.
 
-import { get, page } from "./api.js";
+import { page, workers as registered } from "./api.js";
 import { fill, h } from "./dom.js";
 import { agoNode, count } from "./format.js";
 
@@ -48,7 +48,7 @@ export function mount(main) {
   let last = "";
 
   async function refresh() {
-    const { workers } = await get("api/workers");
+    const workers = await registered();
     const snapshot = JSON.stringify(workers);
     if (snapshot === last) return;
     last = snapshot;
