@@ -420,8 +420,9 @@ class AsyncQueueAPI(ABC):
 
     async def task_stats(self, queue: str | None = None) -> dict[str, Stats]:
         """``{task: Stats}``: counts per status for every task with jobs (of ``queue``,
-        when given). Counted by a GROUP BY over an index, not kept like ``stats()``'s:
-        it reads every job's index entry (about 0.1-0.3 s per million jobs)."""
+        when given). Counted when asked, by a GROUP BY over an index, not kept like
+        ``stats()``'s: it reads each job's index entry (a few hundred milliseconds at a
+        million jobs; ``benchmarks/task_stats.py``)."""
         return await self._run(reading.task_stats(queue))
 
     async def fold_counts(self) -> int:
