@@ -233,7 +233,7 @@ class ResetClaims(RowsOp):
     op: ClassVar[str] = "reset_claims"
     older_than_s: float
     queues: str | None
-    tasks: str | None
+    tasks: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,9 +244,9 @@ class ExpiredLeases(RowsOp):
 
     op: ClassVar[str] = "expired_leases"
     queues: str | None
-    tasks: str | None
     id: int | None
     limit: int
+    tasks: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
