@@ -279,16 +279,26 @@ class QueueAPI(ABC):
         return self._run(claims.release_job(job_id))
 
     def reset_claims(
-        self, older_than: Duration, *, queue: str | Sequence[str] | None = None
+        self,
+        older_than: Duration,
+        *,
+        queue: str | Sequence[str] | None = None,
+        task: str | Sequence[str] | None = None,
     ) -> int:
-        """Put back to pending every running job (of ``queue``) claimed more than
-        ``older_than`` ago."""
-        return self._run(claims.reset_claims(older_than, queue=queue))
+        """Put back to pending every running job (of ``queue`` and ``task``, each one name
+        or several, when given) claimed more than ``older_than`` ago."""
+        return self._run(claims.reset_claims(older_than, queue=queue, task=task))
 
-    def recover(self, *, queue: str | Sequence[str] | None = None) -> int:
-        """Running jobs (of ``queue``) whose lease expired go back to pending, or to
-        failed when their attempts are spent. Returns how many were recovered."""
-        return self._run(claims.recover(queue=queue))
+    def recover(
+        self,
+        *,
+        queue: str | Sequence[str] | None = None,
+        task: str | Sequence[str] | None = None,
+    ) -> int:
+        """Running jobs (of ``queue`` and ``task``, when given) whose lease expired go
+        back to pending, or to failed when their attempts are spent. Returns how many
+        were recovered."""
+        return self._run(claims.recover(queue=queue, task=task))
 
     def retry(self, job_id: int, *, reset_attempts: bool = True) -> Job:
         """A final job (failed, cancelled or completed) back to pending, attempts reset.
@@ -318,6 +328,17 @@ class QueueAPI(ABC):
                 conn=conn,
             )
         )  # fmt: skip
+
+    def cancel_by_key(self, key: str, *, queue: str = "default") -> int:
+        """Cancel every active (pending or running) job with this key; returns how many.
+        A running job's worker is fenced out: its later writes are refused."""
+        return self._run(admin.cancel_by_key(key, queue=queue))
+
+    def fail_by_key(self, key: str, error: str, *, queue: str = "default") -> int:
+        """Fail every active (pending or running) job with this key for good, whatever
+        attempts remain: ``error``, ``error_kind`` terminal, one more entry in its
+        ``errors``. A running job's worker is fenced out. Returns how many."""
+        return self._run(admin.fail_by_key(key, error, queue=queue))
 
     def prune(self, *, older_than: Duration, statuses: Iterable[str] = ("completed",)) -> int:
         """Delete final jobs that finished more than ``older_than`` ago."""
@@ -406,6 +427,13 @@ class QueueAPI(ABC):
         if fold:  # counts kept as deltas piled up: fold them so reads stay cheap
             self.fold_counts()
         return per_queue
+
+    def task_stats(self, queue: str | None = None) -> dict[str, Stats]:
+        """``{task: Stats}``: counts per status for every task with jobs (of ``queue``,
+        when given). Counted when asked, by a GROUP BY over an index, not kept like
+        ``stats()``'s: it reads each job's index entry (a few hundred milliseconds at a
+        million jobs; ``benchmarks/task_stats.py``)."""
+        return self._run(reading.task_stats(queue))
 
     def fold_counts(self) -> int:
         """Move the job counts' pending changes into the counts (PostgreSQL keeps them

@@ -108,17 +108,29 @@ def _query(*names: str, **renamed: str) -> Send:
     return lambda a: (None, {**{n: a[n] for n in names}, **{w: a[n] for w, n in renamed.items()}})
 
 
-def _names(queues: tuple[str, ...] | None) -> str | None:
-    if queues is None:
+def _names_of(what: str, names: tuple[str, ...] | None) -> str | None:
+    if names is None:
         return None
-    for name in queues:
+    for name in names:
         if "," in name:
-            raise InvalidArgument(f"queue: a remote queue cannot send a ',' in a name: {name!r}")
-    return ",".join(queues)
+            raise InvalidArgument(f"{what}: a remote queue cannot send a ',' in a name: {name!r}")
+    return ",".join(names)
+
+
+def _names(queues: tuple[str, ...] | None) -> str | None:
+    return _names_of("queue", queues)
 
 
 def _queues(a: Args) -> tuple[Body, Query]:
     return None, {"queue": _names(a["queue"])}
+
+
+def _queues_tasks(a: Args) -> tuple[Body, Query]:
+    return None, _filters(a)
+
+
+def _filters(a: Args) -> dict[str, Any]:
+    return {"queue": _names(a["queue"]), "task": _names_of("task", a["task"])}
 
 
 def item(a: Args, *, batch: bool = True) -> dict[str, Any]:
@@ -346,7 +358,7 @@ ENDPOINTS: Mapping[str, Endpoint] = {
     ),
     "recover": E(
         "POST", "/api/recover", "Recover jobs whose lease expired", "worker",
-        response="RecoveredOut", send=_queues, read=_count("recovered_count"),
+        response="RecoveredOut", send=_queues_tasks, read=_count("recovered_count"),
     ),
     # -- what worker runtimes use beside ---------------------------------------------------
     "claim_job": E(
@@ -420,7 +432,7 @@ ENDPOINTS: Mapping[str, Endpoint] = {
     "reset_claims": E(
         "POST", "/api/claims/reset", "Reset old claims", "admin", response="ResetOut",
         send=lambda a: (None, {"older_than_minutes": a["older_than"] / 60,
-                               "queue": _names(a["queue"])}),
+                               **_filters(a)}),
         read=_count("reset_count"),
     ),
     "prune": E(
@@ -432,6 +444,15 @@ ENDPOINTS: Mapping[str, Endpoint] = {
         "Complete the active job with a key: the work was done elsewhere", "admin",
         "CompleteByKeyRequest", "CompletedOut", send=_body("key", "result", "include_failed"),
         read=_count("completed_count"),
+    ),
+    "cancel_by_key": E(
+        "POST", f"{QUEUE}/cancel-by-key", "Cancel every active job with a key", "admin",
+        "CancelByKeyRequest", "CancelledOut", send=_body("key"),
+        read=_count("cancelled_count"),
+    ),
+    "fail_by_key": E(
+        "POST", f"{QUEUE}/fail-by-key", "Fail every active job with a key, for good", "admin",
+        "FailByKeyRequest", "FailedOut", send=_body("key", "error"), read=_count("failed_count"),
     ),
     "bulk_retry": E(
         "POST", "/api/jobs/bulk/retry", "Retry every final job that matches the filters",
@@ -517,6 +538,13 @@ ENDPOINTS: Mapping[str, Endpoint] = {
             {name: from_json(Stats, s) for name, s in data["queues"].items()},
             False,  # the server folds its own counts
         ),
+    ),
+    "task_stats": E(
+        "GET", "/api/tasks/stats", "Counts per task and status", "reader", response="TasksOut",
+        send=_query("queue"),
+        read=lambda data, status: {
+            name: from_json(Stats, s) for name, s in data["tasks"].items()
+        },
     ),
     "metrics": E(
         "GET", "/metrics", "Prometheus metrics", "reader", text="Prometheus text format"

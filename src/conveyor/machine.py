@@ -107,8 +107,8 @@ TRANSITIONS: tuple[Transition, ...] = (
         "cleared",
     ),
     Transition(
-        "recover_retry", "`recover` (optionally of some queues), attempts left", (RUNNING,),
-        PENDING, "`lease_expires_at < now`",
+        "recover_retry", "`recover` (optionally of some queues and tasks), attempts left",
+        (RUNNING,), PENDING, "`lease_expires_at < now`",
         "`error = \"lease expired: worker … stopped renewing its claim …\"`, one more entry "
         "in `errors`; claim fields cleared. Also done by an enqueue with the job's key and "
         "by a read of the job, so a dead worker's job never holds its key",
@@ -127,8 +127,9 @@ TRANSITIONS: tuple[Transition, ...] = (
         "", "as `release`, for one job whoever holds it", verb="release",
     ),
     Transition(
-        "reset_claims", "`reset_claims(older_than)` (optionally of some queues)", (RUNNING,),
-        PENDING, "`claimed_at ≤ now - older_than`", "claim fields cleared; attempts kept",
+        "reset_claims", "`reset_claims(older_than)` (optionally of some queues and tasks)",
+        (RUNNING,), PENDING, "`claimed_at ≤ now - older_than`",
+        "claim fields cleared; attempts kept",
     ),
     Transition(
         "cancel", "`cancel`", (PENDING, RUNNING), CANCELLED,
@@ -148,6 +149,19 @@ TRANSITIONS: tuple[Transition, ...] = (
         "the job has that key",
         "`result`, `finished_at`; `error` cleared (the work was done elsewhere)",
         verb="complete",
+    ),
+    Transition(
+        "cancel_by_key", "`cancel_by_key`", (PENDING, RUNNING), CANCELLED,
+        "the job has that key", "as `cancel`, for every active job with the key",
+        verb="cancel",
+    ),
+    Transition(
+        "fail_by_key", "`fail_by_key(error)`", (PENDING, RUNNING), FAILED,
+        "the job has that key",
+        "`error`, `error_kind = terminal`, one more entry in `errors`, `finished_at`; no "
+        "retry. A running job keeps its claim id, but its worker's writes are refused from "
+        "now on",
+        verb="fail",
     ),
     Transition(
         "complete_failed_by_key", "`complete_by_key(include_failed=True)`", (FAILED,),

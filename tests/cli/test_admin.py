@@ -1,8 +1,10 @@
-"""Operating the queue: migrate, retry, cancel, release, reset-claims, prune."""
+"""Operating the queue: migrate, retry, cancel, fail, release, reset-claims, prune."""
 
 from __future__ import annotations
 
 import json
+
+import pytest
 
 import conveyor
 from conveyor import Status
@@ -109,6 +111,65 @@ def test_reset_claims_older_than(cli: Cli, db_url: str) -> None:
     assert old["count"] == 2
     human = cli("reset-claims", "--older-than", "10m", "--db", db_url).stdout
     assert "reset 0 job(s) claimed more than 10m ago" in human
+
+
+def test_release_of_some_queues_only(cli: Cli, db_url: str) -> None:
+    with conveyor.connect(db_url) as q:
+        q.enqueue_many([{"task": "t"}] * 2)
+        claim = q.claim(limit=2)
+    none = cli("release", claim.id, "--queue", "other", "--db", db_url)
+    assert_one_line_error(none, contains="holds no running jobs of those queues")
+    assert claim.id not in none.stderr
+    out = cli("release", claim.id, "-q", "other,default", "--json", "--db", db_url).json()
+    assert out == {"count": 2, "claim_id": claim.id, "queues": ["other", "default"]}
+
+
+def test_reset_claims_of_some_queues_and_tasks(cli: Cli, db_url: str) -> None:
+    with conveyor.connect(db_url) as q:
+        q.enqueue_many([{"task": "books.sync"}, {"task": "books.ocr"}, {"task": "videos"}])
+        q.enqueue("books.sync", queue="other")
+        q.claim(limit=3)
+        q.claim("other")
+    args = ("reset-claims", "--older-than", "0s", "--json", "--db", db_url)
+    one = cli(*args, "--task", "books.sync", "--queue", "default").json()
+    assert one == {"count": 1, "older_than_seconds": 0.0, "queues": ["default"],
+                   "tasks": ["books.sync"]}  # fmt: skip
+    assert cli(*args, "-t", "books.sync").json()["count"] == 1  # the other queue's
+    assert cli(*args, "-t", "books.ocr", "-t", "videos").json()["count"] == 2
+    human = cli("reset-claims", "--older-than", "10m", "--task", "a,b", "--db", db_url).stdout
+    assert "reset 0 job(s) of task a, b claimed more than 10m ago" in human
+    with conveyor.connect(db_url) as q:
+        assert q.stats().running == 0
+
+
+def test_cancel_by_key(cli: Cli, db_url: str) -> None:
+    with conveyor.connect(db_url) as q:
+        running = q.enqueue("books.sync", key="book-7", queue="sync")
+        claim = q.claim("sync")
+        other = q.enqueue("books.sync", key="book-7")
+    out = cli("cancel", "--key", "book-7", "--queue", "sync", "--json", "--db", db_url).json()
+    assert out == {"count": 1, "key": "book-7", "queue": "sync"}
+    with conveyor.connect(db_url) as q:
+        assert q.get(running.id).status == Status.CANCELLED  # type: ignore[union-attr]
+        assert q.get(other.id).status == Status.PENDING  # type: ignore[union-attr]
+        with pytest.raises(conveyor.InvalidTransition):
+            q.complete(running.id, claim.id)
+    human = cli("cancel", "--key", "book-7", "--db", db_url)
+    assert "cancelled 1 job(s) with key 'book-7' in queue 'default'" in human.stdout
+    none = cli("cancel", "-k", "book-7", "--db", db_url)
+    assert_one_line_error(none, contains="no active job has key 'book-7' in queue 'default'")
+
+
+def test_fail_by_key(cli: Cli, db_url: str) -> None:
+    with conveyor.connect(db_url) as q:
+        job = q.enqueue("videos.encode", key="video-3", max_attempts=5)
+    args = ("fail", "--key", "video-3", "--error", "source deleted", "--db", db_url)
+    assert cli(*args, "--json").json() == {"count": 1, "key": "video-3", "queue": "default"}
+    with conveyor.connect(db_url) as q:
+        failed = q.get(job.id)
+        assert failed is not None and failed.status == Status.FAILED
+        assert (failed.error, failed.error_kind) == ("source deleted", "terminal")
+    assert_one_line_error(cli(*args), contains="no active job has key 'video-3'")
 
 
 def test_prune_deletes_old_final_jobs_of_the_statuses_named(cli: Cli, db_url: str) -> None:

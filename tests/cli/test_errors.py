@@ -104,6 +104,8 @@ def test_serve_without_the_server_extra_says_which_extra_to_install(tmp_path: Pa
             "expected final statuses",
         ),
         (["retry", "--all-failed", "--queue", "a\nb"], "control characters"),
+        (["fail", "--key", "k", "--error", ""], "error"),
+        (["reset-claims", "--older-than", "1m", "--task", "a\nb"], "control characters"),
     ],
 )
 def test_values_the_queue_refuses_exit_2_with_one_line(
@@ -129,6 +131,10 @@ def test_values_the_queue_refuses_exit_2_with_one_line(
         (["enqueue"], "a TASK name is required"),
         (["retry"], "give one job ID, or --all-failed"),
         (["retry", "3", "--all-failed"], "give one job ID, or --all-failed"),
+        (["cancel"], "give job IDs, or --key"),
+        (["cancel", "3", "--key", "k"], "give job IDs, or --key"),
+        (["fail", "--key", "k"], "Missing option '--error'"),
+        (["fail", "--error", "why"], "Missing option '--key'"),
     ],
 )
 def test_usage_mistakes_exit_2_with_one_line(cli: Cli, args: list[str], message: str) -> None:

@@ -40,6 +40,9 @@ def test_jobs_lists_newest_first_with_filters(cli: Cli, db_url: str) -> None:
     assert [(j["task"], j["error"]) for j in failed] == [("c", "boom")]
     keyed = cli("jobs", "--key", "k", "--json", "--db", db_url).json()
     assert [j["task"] for j in keyed] == ["b"]
+    of_task = cli("jobs", "--task", "a", "--json", "--db", db_url).json()
+    assert {j["task"] for j in of_task} == {"a"} and of_task
+    assert cli("jobs", "-t", "nothing.like.it", "--json", "--db", db_url).json() == []
 
 
 def test_jobs_pages_with_limit_and_after(cli: Cli, db_url: str) -> None:
@@ -128,6 +131,26 @@ def test_stats_counts_per_queue_and_in_total(cli: Cli, db_url: str) -> None:
     assert one["total"]["pending"] == 2
     table = cli("stats", "--db", db_url).stdout
     assert "all queues" in table
+
+
+def test_stats_by_task_counts_each_tasks_jobs(cli: Cli, db_url: str) -> None:
+    _fill(db_url).close()
+    every = cli("jobs", "--json", "--db", db_url).json()
+    out = cli("stats", "--by-task", "--json", "--db", db_url).json()
+    assert out["queue"] is None
+    assert out["total"]["total"] == len(every)
+    for task in {j["task"] for j in every}:
+        mine = [j for j in every if j["task"] == task]
+        counts = out["tasks"][task]
+        assert counts["total"] == len(mine)
+        for status in ("pending", "running", "completed", "failed", "cancelled"):
+            assert counts[status] == sum(1 for j in mine if j["status"] == status)
+    one = cli("stats", "--by-task", "--queue", "q1", "--json", "--db", db_url).json()
+    assert one["queue"] == "q1" and set(one["tasks"]) == {"a", "b"}
+    table = cli("stats", "--by-task", "--db", db_url).stdout
+    assert table.split()[0] == "task" and "all tasks" in table
+    empty = cli("stats", "--by-task", "--queue", "nowhere", "--db", db_url)
+    assert "no jobs yet" in empty.stdout and empty.code == 0
 
 
 def test_stats_watch_streams_json_lines_until_interrupted(db_url: str, tmp_path: Path) -> None:

@@ -31,7 +31,8 @@ from tests.web.conftest import TOKEN_OF, live_server
 SHARED = [
     "enqueue", "enqueue_many", "claim", "complete", "complete_many", "fail", "fail_many",
     "heartbeat", "heartbeat_many", "progress", "ack", "release", "reset_claims", "recover",
-    "retry", "cancel", "complete_by_key", "get", "latest", "jobs", "stats", "queue_stats",
+    "retry", "cancel", "complete_by_key", "cancel_by_key", "fail_by_key", "get", "latest",
+    "jobs", "stats", "queue_stats", "task_stats",
     "prune", "wait", "subscribers", "now", "close",
 ]  # fmt: skip
 

@@ -1,4 +1,5 @@
-"""Operating the queue: migrate, retry, cancel, release a claim, reset old claims, prune.
+"""Operating the queue: migrate, retry, cancel or fail (by id or by key), release a claim,
+reset old claims, prune.
 
 Commands that act on many jobs answer ``--json`` with ``{"count": N, …}``: N jobs acted
 on (or, with ``prune --dry-run``, that would be), and what else the command knows."""
@@ -101,20 +102,42 @@ def _retry_failed(q: Queue, queue: str | None) -> tuple[list[int], list[dict[str
     return retried, skipped
 
 
+KeyOption = Annotated[
+    str | None,
+    typer.Option("--key", "-k", help="Every active job with this key (of --queue).", metavar="KEY"),
+]
+KeyQueueOption = Annotated[
+    str, typer.Option("--queue", "-q", help="With --key: the key's queue.", metavar="QUEUE")
+]
+
+
 @app.command(rich_help_panel=PANEL_JOBS)
 def cancel(
-    job_ids: Annotated[list[int], typer.Argument(help="The jobs to cancel.", metavar="ID...")],
+    job_ids: Annotated[
+        list[int] | None, typer.Argument(help="The jobs to cancel.", metavar="[ID...]")
+    ] = None,
+    key: KeyOption = None,
+    queue: KeyQueueOption = "default",
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Cancel pending or running jobs (a running task's later reports are refused).
+    """Cancel pending or running jobs, by id or by --key (a running task's later reports
+    are refused).
 
     Each job is cancelled on its own: one that cannot be (unknown, or already final) is
-    reported and the others are still cancelled; the exit code is then 1."""
+    reported and the others are still cancelled; the exit code is then 1. With --key,
+    every active job with the key is cancelled; none is an error (exit 1)."""
+    if (key is None) == (not job_ids):
+        raise usage("give job IDs, or --key")
+    if key is not None:
+        with open_queue(db) as q:
+            count = q.cancel_by_key(key, queue=queue)
+        _by_key(count, "cancelled", key, queue, as_json)
+        return
     cancelled: list[int] = []
     refused: list[dict[str, object]] = []
     with open_queue(db) as q:
-        for job_id in dict.fromkeys(job_ids):
+        for job_id in dict.fromkeys(job_ids or []):
             try:
                 cancelled.append(q.cancel(job_id).id)
             except (JobNotFound, InvalidTransition) as exc:
@@ -130,19 +153,62 @@ def cancel(
         raise typer.Exit(EXIT_ERROR)
 
 
-@app.command(rich_help_panel=PANEL_ADMIN)
-def release(
-    claim_id: Annotated[str, typer.Argument(help="The claim id.", metavar="CLAIM")],
+@app.command("fail", rich_help_panel=PANEL_JOBS)
+def fail_jobs(
+    key: Annotated[
+        str,
+        typer.Option("--key", "-k", help="Every active job with this key.", metavar="KEY"),
+    ],
+    error: Annotated[
+        str,
+        typer.Option("--error", "-e", help="Why: kept as the jobs' error.", metavar="TEXT"),
+    ],
+    queue: KeyQueueOption = "default",
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Put a claim's running jobs back to pending (its worker's later writes are refused)."""
+    """Fail every active (pending or running) job with --key for good, with --error: no
+    retry, whatever attempts remain (a running task's later reports are refused). None
+    active is an error (exit 1)."""
     with open_queue(db) as q:
-        count = q.release(claim_id)
+        count = q.fail_by_key(key, error, queue=queue)
+    _by_key(count, "failed", key, queue, as_json)
+
+
+def _by_key(count: int, done: str, key: str, queue: str, as_json: bool) -> None:
     if count == 0:
-        raise fail(f"claim {claim_id} holds no running jobs (unknown, finished or already reset)")
+        raise fail(f"no active job has key {key!r} in queue {queue!r}")
     if as_json:
-        print_json({"count": count, "claim_id": claim_id})
+        print_json({"count": count, "key": key, "queue": queue})
+    else:
+        say(f"{done} {count} job(s) with key {key!r} in queue {queue!r}")
+
+
+QueuesOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--queue", "-q", help="Only jobs of this queue (repeat, or a,b).", metavar="QUEUE"
+    ),
+]
+
+
+@app.command(rich_help_panel=PANEL_ADMIN)
+def release(
+    claim_id: Annotated[str, typer.Argument(help="The claim id.", metavar="CLAIM")],
+    queue: QueuesOption = None,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Put a claim's running jobs (of --queue) back to pending (its worker's later writes
+    are refused)."""
+    queues = _listed(queue)
+    with open_queue(db) as q:
+        count = q.release(claim_id, queue=queues)
+    if count == 0:
+        raise fail("the claim holds no running jobs" + (" of those queues" if queues else "")
+                   + " (unknown, finished or already reset)")  # fmt: skip
+    if as_json:
+        print_json({"count": count, "claim_id": claim_id} | _given(queues=queues))
     else:
         say(f"released {count} job(s) of claim {claim_id}: pending again")
 
@@ -157,17 +223,43 @@ def reset_claims(
             metavar="DURATION",
         ),
     ],
+    queue: QueuesOption = None,
+    task: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--task", "-t", help="Only jobs of this task (repeat, or a,b).", metavar="TASK"
+        ),
+    ] = None,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Put back to pending every running job claimed longer ago than --older-than."""
+    """Put back to pending every running job (of --queue and --task) claimed longer ago
+    than --older-than."""
     age = parse_duration(older_than)
+    queues, tasks = _listed(queue), _listed(task)
     with open_queue(db) as q:
-        count = q.reset_claims(age)
+        count = q.reset_claims(age, queue=queues, task=tasks)
     if as_json:
-        print_json({"count": count, "older_than_seconds": age.total_seconds()})
+        print_json({"count": count, "older_than_seconds": age.total_seconds()}
+                   | _given(queues=queues, tasks=tasks))  # fmt: skip
     else:
-        say(f"reset {count} job(s) claimed more than {describe_duration(age.total_seconds())} ago")
+        named = (("queue", queues), ("task", tasks))
+        scope = "".join(f" of {what} {', '.join(names)}" for what, names in named if names)
+        span = describe_duration(age.total_seconds())
+        say(f"reset {count} job(s){scope} claimed more than {span} ago")
+
+
+def _given(**filters: list[str] | None) -> dict[str, list[str]]:
+    """The filters a command was given, for its JSON answer."""
+    return {name: value for name, value in filters.items() if value}
+
+
+def _listed(values: list[str] | None) -> list[str] | None:
+    """Repeated options, each perhaps a comma list: the names, or None when none."""
+    if not values:
+        return None
+    names = [n.strip() for v in values for n in v.split(",")]
+    return list(dict.fromkeys(names))
 
 
 @app.command(rich_help_panel=PANEL_ADMIN)

@@ -6,13 +6,14 @@ import json
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from types import FrameType
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
-from rich.console import Group
+from rich.console import Group, RenderableType
 from rich.live import Live
 from rich.text import Text
 
@@ -34,6 +35,8 @@ from conveyor.cli.output import (
     say,
     stats_json,
     stats_table,
+    task_stats_json,
+    task_stats_table,
     titled,
 )
 from conveyor.queue import MAX_LIST, Queue
@@ -51,6 +54,9 @@ def jobs(
         ),
     ] = None,
     key: Annotated[str | None, typer.Option("--key", "-k", help="Only jobs with this key.")] = None,
+    task: Annotated[
+        str | None, typer.Option("--task", "-t", help="Only jobs of this task.")
+    ] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", help="At most this many jobs.")] = 50,
     after: Annotated[
         int | None,
@@ -64,8 +70,8 @@ def jobs(
 ) -> None:
     """List jobs, newest first."""
     with open_queue(db) as q:
-        found = q.jobs(queue=queue, status=status, key=key, limit=limit, after=after,
-                       newest_first=not oldest_first)  # fmt: skip
+        found = q.jobs(queue=queue, status=status, key=key, task=task, limit=limit,
+                       after=after, newest_first=not oldest_first)  # fmt: skip
         now = q.now()
     if as_json:
         print_json([job.to_dict() for job in found])
@@ -105,6 +111,13 @@ def show(
 @app.command(rich_help_panel=PANEL_WATCH)
 def stats(
     queue: Annotated[str | None, typer.Option("--queue", "-q", help="Only this queue.")] = None,
+    by_task: Annotated[
+        bool,
+        typer.Option(
+            "--by-task",
+            help="Counts per task instead of per queue (counted when asked, over an index).",
+        ),
+    ] = False,
     watch: Annotated[bool, typer.Option("--watch", "-w", help="Refresh until Ctrl-C.")] = False,
     interval: Annotated[
         float, typer.Option("--interval", help="Seconds between refreshes with --watch.", min=0.1)
@@ -112,29 +125,54 @@ def stats(
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Counts per status, per queue. --watch keeps it live (with --json: one line a tick)."""
+    """Counts per status, per queue (or per task with --by-task). --watch keeps it live
+    (with --json: one line a tick)."""
+    view = _by_task if by_task else _by_queue
     with open_queue(db) as q:
         if not watch:
-            _print_stats(q, queue, as_json)
+            _print_stats(q, queue, as_json, view)
             return
         with interrupt_ends() as stop:  # Ctrl-C is how a watch ends: not an error
-            _watch_stats(q, queue, as_json, interval, stop)
+            _watch_stats(q, queue, as_json, interval, stop, view)
 
 
-def _print_stats(q: Queue, queue: str | None, as_json: bool) -> None:
-    per_queue = q.queue_stats(queue)
+@dataclass(frozen=True, slots=True)
+class _View:
+    """How ``stats`` shows the counts: as a JSON document, or as a table."""
+
+    document: Callable[[Queue, str | None], dict[str, Any]]
+    table: Callable[[Queue, str | None], RenderableType]
+
+
+def _task_table(q: Queue, queue: str | None) -> RenderableType:
+    per_task = q.task_stats(queue)
+    return task_stats_table(per_task) if per_task else Text("no jobs yet", style="dim")
+
+
+_by_queue = _View(
+    document=lambda q, queue: stats_json(q.queue_stats(queue)),
+    table=lambda q, queue: stats_table(q.queue_stats(queue), q.now()),
+)
+_by_task = _View(
+    document=lambda q, queue: {"queue": queue, **task_stats_json(q.task_stats(queue))},
+    table=_task_table,
+)
+
+
+def _print_stats(q: Queue, queue: str | None, as_json: bool, view: _View) -> None:
     if as_json:
-        print_json(stats_json(per_queue))
+        print_json(view.document(q, queue))
     else:
-        console().print(stats_table(per_queue, q.now()))
+        console().print(view.table(q, queue))
 
 
 def _watch_stats(
-    q: Queue, queue: str | None, as_json: bool, interval: float, stop: threading.Event
-) -> None:
+    q: Queue, queue: str | None, as_json: bool, interval: float, stop: threading.Event,
+    view: _View,
+) -> None:  # fmt: skip
     if as_json:
         while not stop.is_set():  # JSON lines: one compact document per tick
-            sys.stdout.write(json.dumps(stats_json(q.queue_stats(queue)), default=str) + "\n")
+            sys.stdout.write(json.dumps(view.document(q, queue), default=str) + "\n")
             sys.stdout.flush()
             stop.wait(interval)
         return
@@ -143,14 +181,14 @@ def _watch_stats(
         while not stop.is_set():
             now = q.now()
             out.print(f"{now.isoformat(timespec='seconds')}")
-            out.print(stats_table(q.queue_stats(queue), now))
+            out.print(view.table(q, queue))
             stop.wait(interval)
         return
     with Live(console=out, auto_refresh=False) as live:
         while not stop.is_set():
             now = q.now()
             footer = Text(f"{q.url} · {now:%H:%M:%S} UTC · Ctrl-C to stop", style="dim")
-            live.update(Group(stats_table(q.queue_stats(queue), now), footer), refresh=True)
+            live.update(Group(view.table(q, queue), footer), refresh=True)
             stop.wait(interval)
 
 

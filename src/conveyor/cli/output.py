@@ -264,6 +264,46 @@ def stats_json(per_queue: Mapping[str, Stats]) -> dict[str, Any]:
     return {"total": total.to_dict(), "queues": queues}
 
 
+def task_stats_table(per_task: Mapping[str, Stats], *, width: int | None = None) -> Table:
+    """One row per task: its jobs per status (a total row when there are several)."""
+    names = sorted(per_task)
+    lines = [(Text(name), per_task[name]) for name in names]
+    if len(names) > 1:
+        lines.append((Text("all tasks", style="bold"), sum_stats(per_task.values())))
+    rows: list[dict[str, Cell]] = []
+    for name, stats in lines:
+        row: dict[str, Cell] = {"task": name}
+        for status in STATUS_ORDER:
+            count = getattr(stats, str(status))
+            row[str(status)] = Text(_count(count), style=STATUS_STYLES[status] if count else "")
+        row["total"] = str(stats.total)
+        rows.append(row)
+    return fitted(_TASK_COLUMNS, rows, width or console().width)
+
+
+_TASK_COLUMNS = (
+    Column("task", free=True, cap=60),
+    Column("pending", short="pend", right=True),
+    Column("running", short="run", right=True),
+    Column("completed", short="done", right=True),
+    Column("failed", short="fail", right=True),
+    Column("cancelled", short="canc", right=True, optional=True),
+    Column("total", right=True),
+)
+
+
+def task_stats_json(per_task: Mapping[str, Stats]) -> dict[str, Any]:
+    """``{"total": {...}, "tasks": {name: {...}}}``."""
+    total = sum_stats(per_task.values())
+    tasks = {name: _counts(s) for name, s in sorted(per_task.items())}
+    return {"total": _counts(total), "tasks": tasks}
+
+
+def _counts(stats: Stats) -> dict[str, int]:
+    """The counts per status and their total: what is known of a task's jobs."""
+    return {str(s): getattr(stats, str(s)) for s in STATUS_ORDER} | {"total": stats.total}
+
+
 def progress_bar(*, transient: bool = False) -> Progress:
     """A bar on stderr for long work; hidden when stderr is not a terminal."""
     target = err_console()

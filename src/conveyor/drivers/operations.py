@@ -244,22 +244,26 @@ class ReleaseJob(RowsOp):
 
 @dataclass(frozen=True, slots=True)
 class ResetClaims(RowsOp):
-    """reset claims"""
+    """Running jobs claimed more than :older_than_s ago (of ``queues`` and ``tasks``, when
+    given) back to pending. Answers id, queue."""
 
     op: ClassVar[str] = "reset_claims"
     older_than_s: float
     queues: str | None
+    tasks: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class ExpiredLeases(RowsOp):
-    """Running jobs whose lease ran out (of ``queues``, or job ``id``, when given),
-    oldest lease first: their id, queue, claim_id, worker, attempts, max_attempts."""
+    """Running jobs whose lease ran out (of ``queues`` and ``tasks``, or job ``id``, when
+    given), oldest lease first: their id, queue, claim_id, worker, attempts,
+    max_attempts."""
 
     op: ClassVar[str] = "expired_leases"
     queues: str | None
     id: int | None
     limit: int
+    tasks: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -417,6 +421,28 @@ class CompleteByKey(RowsOp):
 
 
 @dataclass(frozen=True, slots=True)
+class CancelByKey(RowsOp):
+    """Every active job of :queue with :key to cancelled (a running one keeps its claim
+    id: its worker's writes are refused). Answers id, queue."""
+
+    op: ClassVar[str] = "cancel_by_key"
+    queue: str
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class FailByKey(RowsOp):
+    """Every active job of :queue with :key to failed for good: :error, error_kind
+    terminal, one more entry in errors (a running one keeps its claim id: its worker's
+    writes are refused). Answers id, queue."""
+
+    op: ClassVar[str] = "fail_by_key"
+    error: str
+    queue: str
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
 class PruneJobs(CountOp):
     """prune jobs"""
 
@@ -495,6 +521,15 @@ class CountByQueueStatus(RowsOp):
     """The folded counts plus the deltas not yet folded."""
 
     op: ClassVar[str] = "count_by_queue_status"
+    queue: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class CountByTaskStatus(RowsOp):
+    """Jobs per queue, task and status (of :queue when given), counted over the
+    (queue, task, status) index: queue, task, status, n."""
+
+    op: ClassVar[str] = "count_by_task_status"
     queue: str | None
 
 

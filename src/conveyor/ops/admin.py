@@ -1,4 +1,4 @@
-"""An operator's changes to jobs: retry, cancel, complete by key, prune."""
+"""An operator's changes to jobs: retry, cancel, complete, cancel or fail by key, prune."""
 
 from __future__ import annotations
 
@@ -108,6 +108,40 @@ def complete_by_key(
     wire = {"key": params["key"], "queue": params["queue"], "result": result,
             "include_failed": include_failed}  # fmt: skip
     return Call("complete_by_key", wire, build, conn=conn)
+
+
+def cancel_by_key(key: Any, *, queue: Any) -> Call[int]:
+    """Cancel every active job with this key; a running one's worker is fenced out."""
+    params: dict[str, Any] = {
+        "key": check.name(key, "key", max_length=check.MAX_KEY_LENGTH, remember=False),
+        "queue": check.name(queue, "queue"),
+    }
+
+    def build(v: Values) -> Plan[int]:
+        rows = yield db.CancelByKey(**params)
+        yield Announce(finished=[r["id"] for r in rows])
+        return len(rows)
+
+    return Call("cancel_by_key", params, build)
+
+
+def fail_by_key(key: Any, error: Any, *, queue: Any) -> Call[int]:
+    """Fail every active job with this key for good (``error_kind`` terminal, no retry);
+    a running one's worker is fenced out."""
+    params: dict[str, Any] = {
+        "key": check.name(key, "key", max_length=check.MAX_KEY_LENGTH, remember=False),
+        "queue": check.name(queue, "queue"),
+        "error": check.text(error, "error"),
+    }
+    if not params["error"].strip():
+        raise InvalidArgument("error: expected a description of the failure, got an empty text")
+
+    def build(v: Values) -> Plan[int]:
+        rows = yield db.FailByKey(**params)
+        yield Announce(finished=[r["id"] for r in rows])
+        return len(rows)
+
+    return Call("fail_by_key", params, build)
 
 
 def prune(*, older_than: Any, statuses: Iterable[str]) -> Call[int]:

@@ -11,7 +11,14 @@ from conveyor.drivers import operations as db
 from conveyor.job import Claim, Job, Status
 from conveyor.ops import Announce, Call, Once, Plan, Row, Values
 from conveyor.ops.admin import refuse_status
-from conveyor.ops.defaults import MAX_CLAIM, Defaults, claim_id, job_id, queue_names
+from conveyor.ops.defaults import (
+    MAX_CLAIM,
+    Defaults,
+    claim_id,
+    job_id,
+    queue_names,
+    task_names,
+)
 from conveyor.ops.flow import claim_controlled
 from conveyor.ops.leases import recover_leases
 from conveyor.ops.reports import CheckedReport, check_report, write_report
@@ -160,31 +167,38 @@ def release_job(job: Any) -> Call[Job]:
     return Call("release_job", {"job_id": jid}, build)
 
 
-def reset_claims(older_than: Any, *, queue: Any = None) -> Call[int]:
-    """Every running job (of ``queue``) claimed more than ``older_than`` ago back to
-    pending."""
+def reset_claims(older_than: Any, *, queue: Any = None, task: Any = None) -> Call[int]:
+    """Every running job (of ``queue`` and ``task``, when given) claimed more than
+    ``older_than`` ago back to pending."""
     older_than_s = seconds(older_than, "older_than")
     queues = queue_names(queue)
+    tasks = task_names(task)
 
     def build(v: Values) -> Plan[int]:
-        params: dict[str, Any] = {"older_than_s": older_than_s, "queues": _json_or_none(v, queues)}
+        params: dict[str, Any] = {"older_than_s": older_than_s,
+                                  "queues": _json_or_none(v, queues),
+                                  "tasks": _json_or_none(v, tasks)}  # fmt: skip
         rows = yield db.ResetClaims(**params)
         yield Announce(queues={r["queue"] for r in rows})
         return len(rows)
 
-    return Call("reset_claims", {"older_than": older_than_s, "queue": queues}, build)
+    wire = {"older_than": older_than_s, "queue": queues, "task": tasks}
+    return Call("reset_claims", wire, build)
 
 
-def recover(*, queue: Any = None) -> Call[int]:
-    """Running jobs (of ``queue``) whose lease expired back to pending, or to failed
-    when their attempts are spent."""
+def recover(*, queue: Any = None, task: Any = None) -> Call[int]:
+    """Running jobs (of ``queue`` and ``task``, when given) whose lease expired back to
+    pending, or to failed when their attempts are spent."""
     queues = queue_names(queue)
+    tasks = task_names(task)
 
     def build(v: Values) -> Plan[int]:
-        recovered = yield from recover_leases(v, queues=_json_or_none(v, queues))
+        recovered = yield from recover_leases(
+            v, queues=_json_or_none(v, queues), tasks=_json_or_none(v, tasks)
+        )
         return recovered
 
-    return Call("recover", {"queue": queues}, build)
+    return Call("recover", {"queue": queues, "task": tasks}, build)
 
 
 def _json_or_none(v: Values, names: tuple[str, ...] | None) -> str | None:

@@ -54,10 +54,19 @@ def claim_id(value: Any) -> str:
 
 def queue_names(value: Any) -> tuple[str, ...] | None:
     """``None`` (every queue), one queue name, or several."""
+    return _names(value, "queue")
+
+
+def task_names(value: Any) -> tuple[str, ...] | None:
+    """``None`` (every task), one task name, or several."""
+    return _names(value, "task")
+
+
+def _names(value: Any, what: str) -> tuple[str, ...] | None:
     if value is None:
         return None
     if isinstance(value, str):
-        return (check.name(value, "queue"),)
+        return (check.name(value, what),)
     if isinstance(value, (list, tuple, set, frozenset)) and value:
-        return tuple(sorted({check.name(v, "queue") for v in value}))
-    raise InvalidArgument(f"queue: expected a queue name or a list of them, got {value!r}")
+        return tuple(sorted({check.name(v, what) for v in value}))
+    raise InvalidArgument(f"{what}: expected a {what} name or a list of them, got {value!r}")

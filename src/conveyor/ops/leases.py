@@ -14,12 +14,14 @@ BATCH = 500
 MAX_ROUNDS = 10_000
 
 
-def recover_leases(v: Values, *, queues: str | None = None, job: int | None = None) -> Plan[int]:
-    """End every expired lease (of ``queues``, or of job ``job``), each as the state
-    machine decides; returns how many jobs were recovered."""
+def recover_leases(
+    v: Values, *, queues: str | None = None, tasks: str | None = None, job: int | None = None
+) -> Plan[int]:
+    """End every expired lease (of ``queues`` and ``tasks``, or of job ``job``), each as
+    the state machine decides; returns how many jobs were recovered."""
     recovered = 0
     for _ in range(MAX_ROUNDS):
-        expired = yield db.ExpiredLeases(queues=queues, id=job, limit=BATCH)
+        expired = yield db.ExpiredLeases(queues=queues, tasks=tasks, id=job, limit=BATCH)
         if not expired:
             break
         items = []

@@ -148,6 +148,22 @@ def queue_stats(queue: Any) -> Call[tuple[dict[str, Stats], bool]]:
     return Call("queue_stats", where, build, write=False)
 
 
+def task_stats(queue: Any) -> Call[dict[str, Stats]]:
+    """``{task: Stats}`` for every task with jobs (of ``queue``, when given): counts per
+    status, by a GROUP BY over the (queue, task, status) index."""
+    where: dict[str, Any] = {"queue": None if queue is None else check.name(queue, "queue")}
+
+    def build(v: Values) -> Plan[dict[str, Stats]]:
+        rows = yield db.CountByTaskStatus(**where)
+        counts: dict[str, dict[str, Any]] = {}
+        for row in rows:
+            per_status = counts.setdefault(row["task"], {})
+            per_status[row["status"]] = per_status.get(row["status"], 0) + int(row["n"])
+        return {task: Stats(**values) for task, values in sorted(counts.items())}
+
+    return Call("task_stats", where, build, write=False)
+
+
 def fold_counts() -> Call[int]:
     """Move the counts' deltas into the counts (PostgreSQL; nothing to do on SQLite).
     Returns how many deltas were folded."""

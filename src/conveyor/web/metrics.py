@@ -144,6 +144,10 @@ class Metrics:
         if count:
             self.completed.labels(self._label(queue)).inc(count)
 
+    def failed_jobs(self, count: int, queue: str = "") -> None:
+        if count:
+            self.failed.labels(queue).inc(count)
+
     def reported_jobs(self, jobs: Iterable[Job]) -> None:
         """Jobs returned by complete or fail: count them by the state they reached."""
         for job in jobs:

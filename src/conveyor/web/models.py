@@ -252,6 +252,15 @@ class CompleteByKeyRequest(_Request):
     include_failed: bool = Field(False, description="complete a failed job too")
 
 
+class CancelByKeyRequest(_Request):
+    key: Key
+
+
+class FailByKeyRequest(_Request):
+    key: Key
+    error: str = Field(min_length=1, description="the failure, kept as the jobs' error")
+
+
 class PruneRequest(_Request):
     older_than_seconds: Seconds
     statuses: Annotated[list[FinalStatus], Field(min_length=1, max_length=3)] = ["completed"]
@@ -359,6 +368,18 @@ class RecoveredOut(BaseModel):
 
 class CompletedOut(BaseModel):
     completed_count: int
+
+
+class CancelledOut(BaseModel):
+    cancelled_count: int
+
+
+class FailedOut(BaseModel):
+    failed_count: int
+
+
+class TasksOut(BaseModel):
+    tasks: dict[str, StatsOut] = Field(description="per task with jobs")
 
 
 class HealthOut(BaseModel):

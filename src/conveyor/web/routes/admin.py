@@ -1,4 +1,5 @@
-"""Operating the queue: retry, cancel, reset claims, prune, complete by key."""
+"""Operating the queue: retry, cancel, reset claims, prune, complete, cancel or fail by
+key."""
 
 from __future__ import annotations
 
@@ -9,11 +10,19 @@ from fastapi import Query, Response
 from conveyor.web.answers import job_answer
 from conveyor.web.models import (
     TEN_YEARS,
+    CancelByKeyRequest,
     CompleteByKeyRequest,
+    FailByKeyRequest,
     PruneRequest,
 )
 from conveyor.web.router import Router, route
-from conveyor.web.routes.common import JobIdPath, QueuePath, QueuesQuery, queue_list
+from conveyor.web.routes.common import (
+    JobIdPath,
+    QueuePath,
+    QueuesQuery,
+    TasksQuery,
+    queue_list,
+)
 from conveyor.web.state import State
 
 router = Router(tags=["admin"])
@@ -50,10 +59,13 @@ def reset_claims(
     state: State,
     older_than_minutes: Annotated[float, Query(ge=0, le=TEN_YEARS / 60, allow_inf_nan=False)],
     queue: QueuesQuery = None,
+    task: TasksQuery = None,
 ) -> dict[str, Any]:
-    """Every running job (of the queues named, when given) claimed more than
+    """Every running job (of the queues and tasks named, when given) claimed more than
     `older_than_minutes` ago goes back to pending."""
-    count = state.queue.reset_claims(older_than_minutes * 60, queue=queue_list(queue))
+    count = state.queue.reset_claims(
+        older_than_minutes * 60, queue=queue_list(queue), task=queue_list(task)
+    )
     return {"reset_count": count}
 
 
@@ -70,3 +82,20 @@ def complete_by_key(queue: QueuePath, body: CompleteByKeyRequest, state: State) 
     )
     state.metrics.acked_jobs(count, queue)
     return {"completed_count": count}
+
+
+@route(router, "cancel_by_key")
+def cancel_by_key(queue: QueuePath, body: CancelByKeyRequest, state: State) -> dict[str, Any]:
+    """Every pending or running job of the queue with the key is cancelled (`cancelled_count`
+    0 when none is active). A running job's worker has its later writes refused."""
+    return {"cancelled_count": state.queue.cancel_by_key(body.key, queue=queue)}
+
+
+@route(router, "fail_by_key")
+def fail_by_key(queue: QueuePath, body: FailByKeyRequest, state: State) -> dict[str, Any]:
+    """Every pending or running job of the queue with the key fails for good with `error`
+    (`error_kind` terminal, no retry), whatever attempts remain. A running job's worker
+    has its later writes refused."""
+    count = state.queue.fail_by_key(body.key, body.error, queue=queue)
+    state.metrics.failed_jobs(count, queue)
+    return {"failed_count": count}

@@ -54,6 +54,13 @@ QUEUES = Query(
     description="queue names, comma-separated (default: every queue)",
 )
 QueuesQuery = Annotated[str | None, QUEUES]
+TASKS = Query(
+    min_length=1,
+    max_length=20_000,
+    pattern=_NO_CONTROL,
+    description="task names, comma-separated (default: every task)",
+)
+TasksQuery = Annotated[str | None, TASKS]
 
 
 def queue_list(value: str | None) -> list[str] | None:

@@ -33,6 +33,7 @@ from conveyor.web.routes.common import (
     JobIdPath,
     QueuePath,
     QueuesQuery,
+    TasksQuery,
     queue_list,
 )
 from conveyor.web.state import ServerState, State
@@ -227,8 +228,9 @@ def release(claim_id: ClaimIdPath, state: State, queue: QueuesQuery = None) -> d
 
 
 @route(router, "recover")
-def recover(state: State, queue: QueuesQuery = None) -> dict[str, Any]:
-    """Back to pending, or failed when their attempts are spent (of the queues named,
-    when given). Every worker runs this now and then (its rescuer), so the worker role
-    may."""
-    return {"recovered_count": state.queue.recover(queue=queue_list(queue))}
+def recover(state: State, queue: QueuesQuery = None, task: TasksQuery = None) -> dict[str, Any]:
+    """Back to pending, or failed when their attempts are spent (of the queues and tasks
+    named, when given). Every worker runs this now and then (its rescuer), so the worker
+    role may."""
+    count = state.queue.recover(queue=queue_list(queue), task=queue_list(task))
+    return {"recovered_count": count}

@@ -35,6 +35,27 @@ WHERE queue = :queue AND key = :key
   AND status IN (SELECT jsonb_array_elements_text(:statuses::jsonb))
 RETURNING id, queue;
 
+-- name: cancel_by_key
+-- Every active job with the key: a running one keeps its claim id, so its worker's
+-- later writes are refused.
+UPDATE {schema}.conveyor_jobs
+SET status = 'cancelled', finished_at = now(), lease_expires_at = NULL, updated_at = now()
+WHERE queue = :queue AND key = :key AND status IN {from_cancel_by_key}
+RETURNING id, queue;
+
+-- name: fail_by_key
+-- Every active job with the key, failed for good: no retry, whatever attempts remain.
+-- The error joins the job's history; a running job keeps its claim id, so its
+-- worker's later writes are refused.
+UPDATE {schema}.conveyor_jobs
+SET status = 'failed', error = :error, error_kind = 'terminal',
+    errors = {errors_kept} || jsonb_build_array(jsonb_build_object(
+        'attempt', attempts, 'error', right(:error::text, 4000), 'kind', 'terminal',
+        'at', now(), 'worker', worker)),
+    finished_at = now(), lease_expires_at = NULL, updated_at = now()
+WHERE queue = :queue AND key = :key AND status IN {from_fail_by_key}
+RETURNING id, queue;
+
 -- name: prune_jobs
 DELETE FROM {schema}.conveyor_jobs
 WHERE status IN (SELECT jsonb_array_elements_text(:statuses::jsonb))

@@ -108,6 +108,7 @@ SET status = 'pending', claim_id = NULL, claimed_at = NULL, worker = NULL,
     heartbeat_at = NULL, lease_expires_at = NULL, updated_at = now()
 WHERE status IN {from_reset_claims} AND claimed_at <= now() - make_interval(secs => :older_than_s)
   AND (:queues::jsonb IS NULL OR queue IN (SELECT jsonb_array_elements_text(:queues::jsonb)))
+  AND task IN (SELECT jsonb_array_elements_text(:tasks::jsonb))  -- if :tasks
 RETURNING id, queue;
 
 -- name: expired_leases
@@ -118,6 +119,7 @@ FROM {schema}.conveyor_jobs
 WHERE status IN {from_recover_retry} AND lease_expires_at < now()
   AND (:queues::jsonb IS NULL OR queue IN (SELECT jsonb_array_elements_text(:queues::jsonb)))
   AND (:id::bigint IS NULL OR id = :id)
+  AND task IN (SELECT jsonb_array_elements_text(:tasks::jsonb))  -- if :tasks
 ORDER BY lease_expires_at
 LIMIT :limit;
 

@@ -52,6 +52,13 @@ WHERE (:queue::text IS NULL OR queue = :queue)
 GROUP BY queue, status
 HAVING sum(n) <> 0;
 
+-- name: count_by_task_status
+-- Per task: a GROUP BY over the (queue, task, status) index, read in its order (no
+-- sort, no table rows); the caller adds up the queues.
+SELECT queue, task, status, count(*) AS n FROM {schema}.conveyor_jobs
+WHERE queue = :queue  -- if :queue
+GROUP BY queue, task, status;
+
 -- name: count_deltas
 -- How many deltas wait to be folded, counted no further than :limit.
 SELECT count(*) AS n FROM (SELECT 1 FROM {schema}.conveyor_count_deltas LIMIT :limit) AS d;

@@ -35,6 +35,27 @@ WHERE queue = :queue AND key = :key
   AND status IN (SELECT value FROM json_each(:statuses))
 RETURNING id, queue;
 
+-- name: cancel_by_key
+-- Every active job with the key: a running one keeps its claim id, so its worker's
+-- later writes are refused.
+UPDATE conveyor_jobs
+SET status = 'cancelled', finished_at = {now}, lease_expires_at = NULL, updated_at = {now}
+WHERE queue = :queue AND key = :key AND status IN {from_cancel_by_key}
+RETURNING id, queue;
+
+-- name: fail_by_key
+-- Every active job with the key, failed for good: no retry, whatever attempts remain.
+-- The error joins the job's history; a running job keeps its claim id, so its
+-- worker's later writes are refused.
+UPDATE conveyor_jobs
+SET status = 'failed', error = :error, error_kind = 'terminal',
+    errors = json_insert({errors_kept}, '$[#]', json_object(
+        'attempt', attempts, 'error', substr(:error, -4000), 'kind', 'terminal',
+        'at', {now}, 'worker', worker)),
+    finished_at = {now}, lease_expires_at = NULL, updated_at = {now}
+WHERE queue = :queue AND key = :key AND status IN {from_fail_by_key}
+RETURNING id, queue;
+
 -- name: prune_jobs
 DELETE FROM conveyor_jobs
 WHERE status IN (SELECT value FROM json_each(:statuses))

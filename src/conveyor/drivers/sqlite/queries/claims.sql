@@ -100,6 +100,7 @@ SET status = 'pending', claim_id = NULL, claimed_at = NULL, worker = NULL,
     heartbeat_at = NULL, lease_expires_at = NULL, updated_at = {now}
 WHERE status IN {from_reset_claims} AND claimed_at <= {now} - :older_than_s
   AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
+  AND task IN (SELECT value FROM json_each(:tasks))  -- if :tasks
 RETURNING id, queue;
 
 -- name: expired_leases
@@ -110,6 +111,7 @@ FROM conveyor_jobs
 WHERE status IN {from_recover_retry} AND lease_expires_at < {now}
   AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
   AND (:id IS NULL OR id = :id)
+  AND task IN (SELECT value FROM json_each(:tasks))  -- if :tasks
 ORDER BY lease_expires_at
 LIMIT :limit;
 

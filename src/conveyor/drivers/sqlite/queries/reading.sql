@@ -45,6 +45,13 @@ ORDER BY created_at, subscriber;
 SELECT queue, status, n FROM conveyor_counts
 WHERE n <> 0 AND (:queue IS NULL OR queue = :queue);
 
+-- name: count_by_task_status
+-- Per task: a GROUP BY over the (queue, task, status) index, read in its order (no
+-- sort, no table rows); the caller adds up the queues.
+SELECT queue, task, status, count(*) AS n FROM conveyor_jobs
+WHERE queue = :queue  -- if :queue
+GROUP BY queue, task, status;
+
 -- name: count_deltas
 -- Counts not yet folded into conveyor_counts (SQLite keeps none: its triggers update
 -- the counts directly).
