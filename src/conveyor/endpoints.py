@@ -188,6 +188,8 @@ def _json_of(*names: str) -> Send:
 
 def _worker_seen(a: Args) -> tuple[Body, Query]:
     body = {k: a[k] for k in ("host", "pid", "queues", "concurrency", "version", "running")}
+    if a.get("busy") is not None:
+        body["busy"] = [{"id": i, "started_at": t.isoformat()} for i, t in a["busy"]]
     return {**body, "ttl_seconds": a["ttl_s"]}, None
 
 
@@ -265,6 +267,11 @@ ENDPOINTS: Mapping[str, Endpoint] = {
     "jobs": E(
         "GET", "/api/jobs", "List jobs", "reader", response="JobList",
         # a client reads whole jobs
+        send=lambda a: (None, {**a, "include": "payload,result"}), read=_jobs,
+    ),
+    "deferred": E(
+        "GET", "/api/jobs/deferred", "Jobs not yet due: scheduled or waiting to retry",
+        "reader", response="JobList",
         send=lambda a: (None, {**a, "include": "payload,result"}), read=_jobs,
     ),
     "latest": E(
@@ -421,6 +428,19 @@ ENDPOINTS: Mapping[str, Endpoint] = {
     "prune": E(
         "POST", "/api/prune", "Delete old final jobs", "admin", "PruneRequest", "RemovedOut",
         send=_body("statuses", older_than_seconds="older_than"), read=_count("removed_count"),
+    ),
+    "run_now": E(
+        "POST", f"{JOB}/run-now", "Run a scheduled or retry-waiting job now", "admin",
+        response="JobOut", errors=(404, 409), send=_nothing, read=_job,
+    ),
+    "run_now_all": E(
+        "POST", "/api/jobs/bulk/run-now", "Run now every job not yet due that matches",
+        "admin", "RunNowRequest", "RunNowOut", send=_body("queue", "task", "kind", "limit"),
+        read=_ints("ids"),
+    ),
+    "delete_job": E(
+        "DELETE", JOB, "Delete a final job", "admin", status=204, errors=(404, 409),
+        send=_nothing, read=_none,
     ),
     "complete_by_key": E(
         "POST", f"{QUEUE}/complete-by-key",

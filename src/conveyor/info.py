@@ -67,6 +67,15 @@ class QueueSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class BusyJob:
+    """A job a worker's task is running: its function was called at ``started_at`` (a
+    job claimed ahead, waiting for a free slot, is not busy yet)."""
+
+    id: int
+    started_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
 class WorkerInfo:
     """A worker as it registered itself; ``last_seen_at`` moves with its heartbeats."""
 
@@ -80,6 +89,7 @@ class WorkerInfo:
     last_seen_at: datetime
     expires_at: datetime
     running: int
+    busy: tuple[BusyJob, ...] = ()  # as of last_seen_at
 
 
 @dataclass(frozen=True, slots=True)

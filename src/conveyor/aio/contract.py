@@ -281,6 +281,30 @@ class AsyncQueueAPI(ABC):
         """Cancel a pending or running job. A running task's later reports are refused."""
         return await self._run(admin.cancel(job_id))
 
+    async def run_now(self, job_id: int) -> Job:
+        """A pending job due now: a scheduled job, or one waiting out its retry back-off,
+        stops waiting (its dependencies still hold it). Else ``InvalidTransition``."""
+        return await self._run(admin.run_now(job_id))
+
+    async def run_now_all(
+        self,
+        *,
+        queue: str | None = None,
+        task: str | None = None,
+        kind: str | None = None,
+        limit: int = 1000,
+    ) -> list[int]:
+        """At most ``limit`` (1 to 1000) pending jobs not yet due, soonest first, due
+        now; ``kind``: "scheduled" (never tried), "retrying" (an attempt failed) or None
+        (both). Returns their ids: repeat while it returns ``limit`` of them."""
+        return await self._run(admin.run_now_all(queue=queue, task=task, kind=kind, limit=limit))
+
+    async def delete_job(self, job_id: int) -> None:
+        """Delete a final job (completed, failed or cancelled) with its subscribers and
+        dependency edges; an active one is refused (``InvalidTransition``): cancel it
+        first."""
+        await self._run(admin.delete_job(job_id))
+
     async def complete_by_key(
         self,
         key: str,
@@ -381,6 +405,19 @@ class AsyncQueueAPI(ABC):
             )
         )
 
+    async def deferred(
+        self,
+        *,
+        queue: str | None = None,
+        task: str | None = None,
+        kind: str | None = None,
+        limit: int = 100,
+    ) -> list[Job]:
+        """Pending jobs not yet due, soonest first (at most ``limit``, up to 500):
+        ``kind`` "scheduled" (never tried), "retrying" (an attempt failed, waiting out its
+        back-off) or None (both)."""
+        return await self._run(reading.deferred(queue=queue, task=task, kind=kind, limit=limit))
+
     async def dependents(self, job_id: int) -> list[int]:
         """The ids of the jobs that run after this one."""
         return await self._run(reading.dependents(job_id))
@@ -424,8 +461,12 @@ class AsyncQueueAPI(ABC):
         version: str,
         running: int,
         ttl: Duration,
+        busy: Sequence[tuple[int, datetime]] | None = None,
     ) -> None:
-        """Register a worker or refresh its entry; it counts as alive for ``ttl``."""
+        """Register a worker or refresh its entry; it counts as alive for ``ttl``.
+        ``busy``: the jobs its tasks are running now, each ``(job id, started at)`` (a
+        job claimed ahead and still waiting for a slot is not one of them); None keeps
+        what the entry said."""
         await self._run(
             registry.worker_seen(
                 name=name,
@@ -436,6 +477,7 @@ class AsyncQueueAPI(ABC):
                 version=version,
                 running=running,
                 ttl=ttl,
+                busy=busy,
             )
         )
 

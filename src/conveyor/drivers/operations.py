@@ -377,6 +377,37 @@ class PruneJobs(CountOp):
     older_than_s: float
 
 
+@dataclass(frozen=True, slots=True)
+class RunNow(RowsOp):
+    """A pending job due now: ``run_at`` moves back to now when it lay ahead."""
+
+    op: ClassVar[str] = "run_now"
+    id: int
+
+
+@dataclass(frozen=True, slots=True)
+class RunNowJobs(RowsOp):
+    """At most :limit pending jobs not yet due, soonest first, due now; returns their
+    ``id`` and ``queue``. ``retries_only``/``first_only`` (1 or None): only jobs that
+    failed an attempt before / only jobs never tried."""
+
+    op: ClassVar[str] = "run_now_jobs"
+    queue: str | None
+    task: str | None
+    first_only: int | None
+    retries_only: int | None
+    limit: int
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteJob(RowsOp):
+    """A final job's row goes, with its subscribers and dependency edges; returns its
+    ``id`` and ``queue``."""
+
+    op: ClassVar[str] = "delete_job"
+    id: int
+
+
 # -- reading -------------------------------------------------------------------
 
 
@@ -423,6 +454,18 @@ class ListJobsNewest(RowsOp):
     created_after: Any
     created_before: Any
     before: int | None
+    limit: int
+
+
+@dataclass(frozen=True, slots=True)
+class ListDeferred(RowsOp):
+    """Pending jobs not yet due (scheduled, or waiting to retry), soonest first."""
+
+    op: ClassVar[str] = "list_deferred"
+    queue: str | None
+    task: str | None
+    first_only: int | None
+    retries_only: int | None
     limit: int
 
 
@@ -623,6 +666,16 @@ class WorkerSeen(CountOp):
     version: str
     ttl_s: float
     running: int
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerBusy(CountOp):
+    """The jobs a registered worker's tasks run now: :busy is a JSON array of
+    ``{"id", "started_at"}`` (ISO 8601), kept as the worker sent it."""
+
+    op: ClassVar[str] = "worker_busy"
+    name: str
+    busy: str
 
 
 @dataclass(frozen=True, slots=True)

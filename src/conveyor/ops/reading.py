@@ -13,6 +13,7 @@ from conveyor.drivers import operations as db
 from conveyor.info import Throughput
 from conveyor.job import Job, Stats
 from conveyor.ops import Call, Plan, Row, Upgrade, Values
+from conveyor.ops.admin import deferred_filter, deferred_kind
 from conveyor.ops.defaults import MAX_JOB_ID, MAX_LIST, job_id
 from conveyor.ops.enqueue import lease_expired, recover_one
 
@@ -110,6 +111,29 @@ def jobs(
     wire = {**params, "after": cursor, "newest_first": descending, "created_after": since,
             "created_before": until}  # fmt: skip
     return Call("jobs", wire, build, write=False)
+
+
+MAX_DEFERRED = 500
+
+
+def deferred(*, queue: Any, task: Any, kind: Any, limit: Any) -> Call[list[Job]]:
+    """Pending jobs not yet due, soonest first: ``kind`` "scheduled" (never tried),
+    "retrying" (an attempt failed, waiting out its back-off) or None (both)."""
+    params: dict[str, Any] = {
+        "queue": None if queue is None else check.name(queue, "queue"),
+        "task": None if task is None else check.name(task, "task"),
+        "kind": deferred_kind(kind),
+        "limit": check.integer(limit, "limit", low=1, high=MAX_DEFERRED),
+    }
+
+    def build(v: Values) -> Plan[list[Job]]:
+        rows = yield db.ListDeferred(
+            queue=params["queue"], task=params["task"], limit=params["limit"],
+            **deferred_filter(params["kind"]),
+        )  # fmt: skip
+        return [v.decode_job(r) for r in rows]
+
+    return Call("deferred", params, build, write=False)
 
 
 def dependents(job: Any) -> Call[list[int]]:

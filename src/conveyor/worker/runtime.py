@@ -211,6 +211,7 @@ class Worker:
             q, worker=self.name or q.worker_name, queues=self.queues,
             concurrency=self.concurrency, interval=t.heartbeat,
             running=lambda: max(0, self._held.in_hand - self._pool.waiting),
+            busy=self._held.running,
         )  # fmt: skip
         self._maintainer.add(self._presence, t.heartbeat)
         for part in (self._wakeup, self._completer, self._heartbeater, self._maintainer):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import Query, Request, Response
 
@@ -11,6 +11,7 @@ from conveyor.aio.queue import AsyncQueue
 from conveyor.errors import InvalidArgument, JobNotFound
 from conveyor.job import Job, Status
 from conveyor.ops.defaults import MAX_JOB_ID
+from conveyor.ops.reading import MAX_DEFERRED
 from conveyor.queue import MAX_LIST, Queue
 from conveyor.web.answers import Budget, answer, job_answer, job_json, parse_include, trimmed
 from conveyor.web.envelope import error_response
@@ -112,6 +113,28 @@ def _next_page(budget: Budget) -> int:
     """As many jobs as would fit in what is left of the budget, at their size so far."""
     average = budget.size / max(1, len(budget.parts))
     return max(1, min(_MAX_PAGE, int(budget.room / max(1.0, average)) + 1))
+
+
+@route(router, "deferred")
+def deferred(
+    state: State,
+    queue: QueueQuery = None,
+    task: TaskQuery = None,
+    kind: Annotated[
+        Literal["scheduled", "retrying"] | None,
+        Query(description="scheduled: never tried; retrying: an attempt failed; none: both"),
+    ] = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_DEFERRED)] = 100,
+    include: IncludeQuery = None,
+) -> Response:
+    """Pending jobs not yet due, soonest first: scheduled for later, or waiting out the
+    back-off after a failed attempt. Read from an index that holds only such jobs."""
+    fields = parse_include(include)
+    budget = Budget(state.limits.max_response_bytes)
+    for job in state.queue.deferred(queue=queue, task=task, kind=kind, limit=limit):
+        if not budget.add(job_json(job, include=fields)):
+            break
+    return budget.render()
 
 
 @route(router, "latest")

@@ -83,6 +83,7 @@ def worker_seen(name: NamePath, body: WorkerRequest, state: State) -> None:
     state.queue.worker_seen(
         name, host=body.host, pid=body.pid, queues=body.queues, concurrency=body.concurrency,
         version=body.version, running=body.running, ttl=body.ttl_seconds,
+        busy=None if body.busy is None else [(b.id, b.started_at) for b in body.busy],
     )  # fmt: skip
 
 

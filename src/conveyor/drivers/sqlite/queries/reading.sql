@@ -33,6 +33,20 @@ WHERE true
 ORDER BY id DESC
 LIMIT :limit;
 
+-- name: list_deferred
+-- Pending jobs not yet due: scheduled (never tried) or waiting to retry (an attempt
+-- failed), soonest first. The deferred index holds exactly the pending jobs whose run_at
+-- lies past their creation, so the scan is bounded by how many jobs wait, not by the
+-- table.
+SELECT *, {now} AS db_now FROM conveyor_jobs
+WHERE status = 'pending' AND run_at > created_at AND run_at > {now}
+  AND queue = :queue                      -- if :queue
+  AND task = :task                        -- if :task
+  AND attempts = 0                        -- if :first_only
+  AND attempts > 0                        -- if :retries_only
+ORDER BY run_at, id
+LIMIT :limit;
+
 -- name: dependents
 SELECT job_id FROM conveyor_dependencies WHERE depends_on = :id ORDER BY job_id;
 
@@ -54,11 +68,12 @@ SELECT 0 AS n;
 SELECT 0 AS folded;
 
 -- name: pending_summary
--- Per queue with pending jobs: the oldest (an index probe each) and how many are not
--- yet due (an index range).
+-- Per queue with pending jobs: since when the oldest job that is due has been due (an
+-- index probe each, stepping over jobs not yet due) and how many are not yet due (an
+-- index range).
 SELECT c.queue,
-       (SELECT j.created_at FROM conveyor_jobs AS j
-        WHERE j.status = 'pending' AND j.queue = c.queue
+       (SELECT j.run_at FROM conveyor_jobs AS j
+        WHERE j.status = 'pending' AND j.run_at <= {now} AND j.queue = c.queue
         ORDER BY j.id LIMIT 1) AS oldest_pending_at,
        (SELECT count(*) FROM conveyor_jobs AS j
         WHERE j.queue = c.queue AND j.status = 'pending' AND j.run_at > j.created_at
