@@ -2,8 +2,17 @@
 // oldest first; every filter in the URL. Admins act on the whole filtered selection.
 
 import { get, page, post } from "./api.js";
-import { fill, h } from "./dom.js";
-import { agoNode, count, oneLine, pastLease, progressText, when } from "./format.js";
+import { append, fill, h } from "./dom.js";
+import {
+  agoNode,
+  claimedAhead,
+  count,
+  oneLine,
+  pastLease,
+  progressText,
+  runTime,
+  when,
+} from "./format.js";
 import { confirmAction, toast } from "./dialog.js";
 
 export const title = "Jobs";
@@ -167,20 +176,21 @@ export function mount(main, ctx, params) {
         h("th", { scope: "col", class: "opt" }, "Progress"),
         h("th", { scope: "col", class: "opt" }, "Created"),
         h("th", { scope: "col", class: "opt" }, "Updated"),
+        h("th", { scope: "col", class: "n opt", title: "Finished minus started" }, "Run time"),
         h("th", { scope: "col", class: "error-col" }, "Error"),
       ),
     ),
     tbody,
   );
   const pager = h("nav", { class: "pager", "aria-label": "Pages" });
-  main.append(
+  append(main, [
     h("h1", { tabindex: "-1" }, "Jobs"),
     form,
     ctx.admin ? bulkBar(ctx, filters) : null,
     info,
     h("div", { class: "scroll" }, table),
     pager,
-  );
+  ]);
 
   let last = "";
   async function refresh() {
@@ -217,7 +227,12 @@ export function mount(main, ctx, params) {
       hasNewer = state.after !== null;
     }
     const stats = await get("api/queues");
-    const snapshot = JSON.stringify([rows, hasNewer, hasOlder, stats]);
+    // Running jobs a worker claimed ahead are told apart by the worker's entry.
+    const workers = rows.some((j) => j.status === "running")
+      ? (await get("api/workers")).workers
+      : [];
+    const ahead = claimedAhead(workers, rows);
+    const snapshot = JSON.stringify([rows, hasNewer, hasOlder, stats, [...ahead]]);
     if (snapshot === last) return;
     last = snapshot;
     fill(
@@ -228,13 +243,13 @@ export function mount(main, ctx, params) {
     fill(
       tbody,
       rows.length
-        ? rows.map(row)
+        ? rows.map((job) => row(job, ahead.has(job.id)))
         : h(
             "tr",
             {},
             h(
               "td",
-              { colspan: 10, class: "empty" },
+              { colspan: 11, class: "empty" },
               state.after ? "No more jobs." : "No job matches these filters.",
             ),
           ),
@@ -307,8 +322,18 @@ function describe(filters, newest, rows, stats) {
     : `${range} · ${count(total)} job(s) match · ${order}`;
 }
 
-export function statusBadge(job) {
+export function statusBadge(job, ahead = false) {
   const late = pastLease(job);
+  if (ahead && !late) {
+    return h(
+      "span",
+      {
+        class: ["badge", "status-claimed"],
+        title: "Its worker claimed it ahead and has not started it: it waits for a free slot",
+      },
+      "claimed · waiting",
+    );
+  }
   return h(
     "span",
     {
@@ -330,7 +355,7 @@ function progressCell(p) {
   );
 }
 
-function row(job) {
+function row(job, ahead) {
   const link = page(`jobs/${job.id}`);
   const error = oneLine(job.error);
   return h(
@@ -344,11 +369,12 @@ function row(job) {
     h("td", { class: "opt" }, job.queue),
     h("td", { class: "task" }, h("a", { href: link, tabindex: "-1" }, job.task)),
     h("td", { class: "opt key" }, job.key || ""),
-    h("td", {}, statusBadge(job)),
+    h("td", {}, statusBadge(job, ahead)),
     h("td", { class: "n opt" }, `${job.attempts}/${job.max_attempts}`),
     h("td", { class: "opt" }, progressCell(job.progress)),
     h("td", { class: "opt" }, agoNode(job.created_at)),
     h("td", { class: "opt" }, agoNode(job.updated_at)),
+    h("td", { class: "n opt", "data-col": "run-time" }, ahead ? "" : runTime(job)),
     h("td", { class: "error-col", title: error || null }, error),
   );
 }

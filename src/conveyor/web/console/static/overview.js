@@ -2,7 +2,7 @@
 // (for admins) pausing queues, resetting old claims and pruning.
 
 import { get, now, page, post } from "./api.js";
-import { fill, h } from "./dom.js";
+import { append, fill, h } from "./dom.js";
 import { agoNode, count, when } from "./format.js";
 import { act } from "./dialog.js";
 import { chart, minutes } from "./chart.js";
@@ -52,7 +52,7 @@ export function mount(main, ctx, params) {
     ),
     tbody,
   );
-  main.append(
+  append(main, [
     h("h1", { tabindex: "-1" }, "Overview"),
     cards,
     h(
@@ -73,7 +73,7 @@ export function mount(main, ctx, params) {
       h("div", { class: "scroll" }, table),
     ),
     ctx.admin ? maintenance(ctx) : null,
-  );
+  ]);
 
   let known = null;
   let last = "";
@@ -159,7 +159,13 @@ function summary(total, workers) {
       "Pending",
       count(total.pending),
       page("jobs", { status: "pending" }),
-      total.scheduled ? `${count(total.scheduled)} scheduled for later` : "ready to run",
+      total.scheduled ? `${count(total.scheduled)} not yet due` : "ready to run",
+    ),
+    card(
+      "Scheduled",
+      count(total.scheduled),
+      page("scheduled"),
+      "not yet due, or waiting to retry",
     ),
     card(
       "Running",
@@ -179,7 +185,7 @@ function summary(total, workers) {
       "Oldest pending",
       agoNode(total.oldest_pending_at, "age"),
       null,
-      total.oldest_pending_at ? `since ${when(total.oldest_pending_at)}` : "nothing waits",
+      total.oldest_pending_at ? `due since ${when(total.oldest_pending_at)}` : "nothing due waits",
     ),
     card(
       "Workers",
@@ -244,7 +250,17 @@ function row(ctx, name, stats, settings) {
       limitsText(settings) ? h("span", { class: "limits" }, limitsText(settings)) : null,
     ),
     number("pending"),
-    h("td", { class: "n opt", "data-col": "scheduled" }, count(s.scheduled)),
+    h(
+      "td",
+      { class: "n opt", "data-col": "scheduled" },
+      s.scheduled
+        ? h(
+            "a",
+            { href: page("scheduled", { queue: name }), "data-focus": `${name}/scheduled` },
+            count(s.scheduled),
+          )
+        : "0",
+    ),
     number("running"),
     h(
       "td",
