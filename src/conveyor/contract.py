@@ -15,7 +15,14 @@ from datetime import datetime
 from typing import Any, Self, TypeVar, Unpack
 
 from conveyor.errors import JobNotFound
-from conveyor.info import QueueSettings, Rate, ScheduleInfo, Throughput, WorkerInfo
+from conveyor.info import (
+    QueueSettings,
+    Rate,
+    ScheduleInfo,
+    Throughput,
+    ThroughputHour,
+    WorkerInfo,
+)
 from conveyor.job import Claim, Job, Stats, Status, sum_stats
 from conveyor.ops import (
     Call,
@@ -421,6 +428,26 @@ class QueueAPI(ABC):
     def throughput(self, *, queue: str | None = None, minutes: int = 60) -> list[Throughput]:
         """Jobs completed and failed per minute over the last ``minutes``."""
         return self._run(reading.throughput(queue=queue, minutes=minutes))
+
+    def throughput_hours(
+        self, *, queue: str | None = None, hours: int = 24
+    ) -> list[ThroughputHour]:
+        """Jobs completed and failed per hour over the last ``hours`` (up to 31 days):
+        from hourly roll-ups and the last day's minutes."""
+        return self._run(reading.throughput_hours(queue=queue, hours=hours))
+
+    def roll_up_throughput(
+        self,
+        *,
+        keep_minutes: Duration = reading.KEEP_MINUTES,
+        keep_hours: Duration = reading.KEEP_HOURS,
+    ) -> int:
+        """Per-minute throughput older than ``keep_minutes`` (a day) is summed into
+        hourly rows, kept for ``keep_hours`` (31 days); workers do it as part of their
+        upkeep. Returns how many hourly rows were written."""
+        return self._run(
+            reading.roll_up_throughput(keep_minutes=keep_minutes, keep_hours=keep_hours)
+        )
 
     def subscribers(self, job_id: int) -> list[str]:
         return self._run(reading.subscribers(job_id))

@@ -25,7 +25,7 @@ from urllib.parse import quote
 
 from conveyor.codec import from_json, parse_time, to_json
 from conveyor.errors import InvalidArgument
-from conveyor.info import QueueSettings, ScheduleInfo, Throughput, WorkerInfo
+from conveyor.info import QueueSettings, ScheduleInfo, Throughput, ThroughputHour, WorkerInfo
 from conveyor.job import Claim, Job, Stats, Status
 from conveyor.options import OPTIONS
 
@@ -489,6 +489,17 @@ ENDPOINTS: Mapping[str, Endpoint] = {
         "GET", "/api/throughput", "Jobs completed and failed per minute", "reader",
         send=lambda a: (None, dict(a)),
         read=lambda data, status: [from_json(Throughput, p) for p in data["minutes"]],
+    ),
+    "throughput_hours": E(
+        "GET", "/api/throughput/hours", "Jobs completed and failed per hour", "reader",
+        send=lambda a: (None, dict(a)),
+        read=lambda data, status: [from_json(ThroughputHour, p) for p in data["hours"]],
+    ),
+    "roll_up_throughput": E(
+        "POST", "/api/throughput/roll-up", "Roll per-minute throughput up into hours",
+        "worker", send=lambda a: (None, {"keep_minutes_seconds": a["keep_minutes"],
+                                         "keep_hours_seconds": a["keep_hours"]}),
+        read=_count("written_count"),
     ),
     "dependents": E(
         "GET", f"{JOB}/dependents", "The jobs that run after this one", "reader",

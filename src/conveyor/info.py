@@ -112,3 +112,12 @@ class Throughput:
     minute: datetime
     completed: int
     failed: int
+
+
+@dataclass(frozen=True, slots=True)
+class ThroughputHour:
+    """Jobs that completed and failed in one hour (``hour`` is its start)."""
+
+    hour: datetime
+    completed: int
+    failed: int

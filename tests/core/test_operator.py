@@ -5,6 +5,7 @@ and the oldest pending job counted among those that are due."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -127,3 +128,58 @@ def test_oldest_pending_counts_only_jobs_that_are_due(q: conveyor.Queue) -> None
     assert stats.oldest_pending_at is None
     due = q.enqueue("t")
     assert q.stats().oldest_pending_at == due.run_at
+
+
+def _old_throughput(db_url: str, rows: list[tuple[datetime, str, int, int]]) -> None:
+    """Per-minute throughput rows from the past, written as the counting triggers would."""
+    direct = conveyor.connect(db_url)
+    try:
+        with direct.driver.session() as session:
+            cur = getattr(session, "_cur")  # noqa: B009 - a fixture, not a queue operation
+            if direct.dialect == "sqlite":
+                cur.executemany(
+                    "INSERT INTO conveyor_throughput VALUES (?, ?, ?, ?)",
+                    [(int(t.timestamp()), q, c, f) for t, q, c, f in rows],
+                )
+            else:
+                schema = parse_qs(urlsplit(db_url).query)["schema"][0]
+                cur.executemany(
+                    f'INSERT INTO "{schema}".conveyor_throughput VALUES (%s, %s, %s, %s)', rows
+                )
+    finally:
+        direct.close()
+
+
+def test_throughput_by_hour_rolls_old_minutes_up(q: conveyor.Queue, db_url: str) -> None:
+    hour = q.now().replace(minute=0, second=0, microsecond=0)
+    three_days = hour - timedelta(days=3)
+    forty_days = hour - timedelta(days=40)
+    _old_throughput(db_url, [
+        (three_days + timedelta(minutes=5), "mail", 3, 1),
+        (three_days + timedelta(minutes=50), "mail", 2, 0),
+        (three_days + timedelta(minutes=50), "fetch", 10, 0),
+        (forty_days, "mail", 7, 7),
+    ])  # fmt: skip
+    job = q.enqueue("t", queue="mail")
+    q.complete(job.id, q.claim("mail").id, None)
+
+    def week(queue: str | None = None) -> list[tuple[datetime, int, int]]:
+        return [(p.hour, p.completed, p.failed)
+                for p in q.throughput_hours(queue=queue, hours=7 * 24)]  # fmt: skip
+
+    before = week()
+    assert before == [(three_days, 15, 1), (hour, 1, 0)]
+    assert [(p.hour, p.completed) for p in q.throughput_hours(queue="mail", hours=1)] == [(hour, 1)]
+    # mail's and fetch's hour three days ago, and mail's forty days ago (then dropped).
+    assert q.roll_up_throughput() == 3
+    assert q.roll_up_throughput() == 0  # nothing left to roll
+    assert week() == before
+    assert week("mail") == [(three_days, 5, 1), (hour, 1, 0)]
+    # The minutes rolled up are gone from the per-minute history; the last hour stays.
+    assert [p.completed for p in q.throughput(minutes=7 * 24 * 60)] == [1]
+    # Hourly rows past a month are dropped: forty days ago is not counted in 31 days.
+    assert sum(p.completed for p in q.throughput_hours(hours=31 * 24)) == 16
+    with pytest.raises(InvalidArgument, match="hours"):
+        q.throughput_hours(hours=31 * 24 + 1)
+    with pytest.raises(InvalidArgument, match="keep_hours"):
+        q.roll_up_throughput(keep_minutes=7200, keep_hours=3600)

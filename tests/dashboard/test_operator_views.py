@@ -218,3 +218,38 @@ def test_delete_a_final_job(server: Server, browse: Opener) -> None:
     expect(page.locator("#toast")).to_contain_text(f"Job {done.id} was deleted")
     expect(page.locator("table.jobs tbody tr")).to_have_count(1)
     assert q.get(done.id) is None and q.subscribers(done.id) == []
+
+
+# -- throughput history ----------------------------------------------------------------------
+def test_throughput_over_a_day_and_a_week(server: Server, browse: Opener) -> None:
+    q = server.queue
+    hour = q.now().replace(minute=0, second=0, microsecond=0)
+    rows = [
+        (hour - timedelta(hours=3), "mail", 40, 2),  # within the day, per minute
+        (hour - timedelta(days=3), "mail", 500, 5),  # within the week, rolled up below
+        (hour - timedelta(days=3), "fetch", 100, 0),
+    ]
+    with q.driver.session() as session:
+        cur = getattr(session, "_cur")  # noqa: B009 - a fixture, not a queue operation
+        cur.executemany(
+            "INSERT INTO conveyor_throughput VALUES (?, ?, ?, ?)",
+            [(int(t.timestamp()), name, c, f) for t, name, c, f in rows],
+        )
+    assert q.roll_up_throughput() == 2
+    page = browse(server.page_url())
+    caption = page.locator(".chart figcaption")
+    expect(caption).to_contain_text("in the last hour, per minute")
+    expect(caption).to_contain_text("0 completed")
+    page.locator("#chart-range").select_option("day")
+    expect(page).to_have_url(re.compile(r"/\?range=day$"))
+    expect(caption).to_contain_text("40 completed")
+    expect(caption).to_contain_text("2 failed")
+    expect(caption).to_contain_text("in the last 24 hours, per hour")
+    expect(page.locator(".chart svg g:has(rect.hit)")).to_have_count(24)
+    page.locator("#chart-range").select_option("week")
+    expect(caption).to_contain_text("640 completed")
+    expect(page.locator(".chart svg g:has(rect.hit)")).to_have_count(168)
+    # One queue, over the week.
+    page.goto(server.page_url("?queue=mail&range=week"))
+    expect(caption).to_contain_text("540 completed")
+    expect(page.locator("#chart-range")).to_have_value("week")

@@ -544,6 +544,42 @@ class PruneThroughput(RowsOp):
 
 
 @dataclass(frozen=True, slots=True)
+class ThroughputHours(RowsOp):
+    """Jobs completed and failed per hour since :since: ``hour``, ``completed``,
+    ``failed``."""
+
+    op: ClassVar[str] = "throughput_hours"
+    since: Any
+    queue: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class RollUpThroughput(CountOp):
+    """Per-minute throughput rows before :before are added to their hour's row (a
+    dialect may delete them in the same statement)."""
+
+    op: ClassVar[str] = "roll_up_throughput"
+    before: Any
+
+
+@dataclass(frozen=True, slots=True)
+class DropRolledMinutes(CountOp):
+    """The per-minute rows before :before, once rolled up, are deleted (in the same
+    transaction as ``RollUpThroughput``)."""
+
+    op: ClassVar[str] = "drop_rolled_minutes"
+    before: Any
+
+
+@dataclass(frozen=True, slots=True)
+class PruneThroughputHours(CountOp):
+    """Hourly throughput rows before :before are deleted."""
+
+    op: ClassVar[str] = "prune_throughput_hours"
+    before: Any
+
+
+@dataclass(frozen=True, slots=True)
 class DbNow(RowsOp):
     """db now"""
 

@@ -10,12 +10,14 @@ from typing import Any
 
 from conveyor import validation as check
 from conveyor.drivers import operations as db
-from conveyor.info import Throughput
+from conveyor.errors import InvalidArgument
+from conveyor.info import Throughput, ThroughputHour
 from conveyor.job import Job, Stats
 from conveyor.ops import Call, Plan, Row, Upgrade, Values
 from conveyor.ops.admin import deferred_filter, deferred_kind
 from conveyor.ops.defaults import MAX_JOB_ID, MAX_LIST, job_id
 from conveyor.ops.enqueue import lease_expired, recover_one
+from conveyor.retry import seconds
 
 # Readers fold the counts' deltas themselves once this many pile up (PostgreSQL).
 FOLD_AFTER = 2000
@@ -203,6 +205,60 @@ def throughput(*, queue: Any, minutes: Any) -> Call[list[Throughput]]:
         return points
 
     return Call("throughput", {"queue": name, "minutes": span}, build, write=False)
+
+
+MAX_THROUGHPUT_HOURS = 31 * 24
+# How long per-minute throughput is kept before it is rolled up by hour, and how long
+# the hourly rows are kept.
+KEEP_MINUTES = 24 * 3600.0
+KEEP_HOURS = 31 * 24 * 3600.0
+
+
+def throughput_hours(*, queue: Any, hours: Any) -> Call[list[ThroughputHour]]:
+    """Jobs completed and failed per hour over the last ``hours`` (hours without any
+    are left out): the hourly roll-ups and the last day's minutes, never the jobs."""
+    name = None if queue is None else check.name(queue, "queue")
+    span = check.integer(hours, "hours", low=1, high=MAX_THROUGHPUT_HOURS)
+
+    def build(v: Values) -> Plan[list[ThroughputHour]]:
+        clock = yield db.DbNow()
+        current = v.decode_time(clock[0]["db_now"])
+        assert current is not None
+        start = current.replace(minute=0, second=0, microsecond=0) - timedelta(hours=span - 1)
+        rows = yield db.ThroughputHours(queue=name, since=v.encode_time(start))
+        points = []
+        for row in rows:
+            hour = v.decode_time(row["hour"])
+            assert hour is not None
+            points.append(ThroughputHour(hour, int(row["completed"]), int(row["failed"])))
+        return points
+
+    return Call("throughput_hours", {"queue": name, "hours": span}, build, write=False)
+
+
+def roll_up_throughput(*, keep_minutes: Any, keep_hours: Any) -> Call[int]:
+    """Per-minute throughput older than ``keep_minutes`` is added to its hour's row and
+    deleted; hourly rows older than ``keep_hours`` are deleted. Returns how many hourly
+    rows were written. Safe to run from several workers at once."""
+    minutes_s = seconds(keep_minutes, "keep_minutes", allow_zero=False)
+    hours_s = seconds(keep_hours, "keep_hours", allow_zero=False)
+    if hours_s < minutes_s:
+        raise InvalidArgument("keep_hours: expected at least keep_minutes")
+
+    def build(v: Values) -> Plan[int]:
+        clock = yield db.DbNow()
+        current = v.decode_time(clock[0]["db_now"])
+        assert current is not None
+        # Whole hours only: a partly rolled hour would be counted from both tables.
+        cut = (current - timedelta(seconds=minutes_s)).replace(minute=0, second=0, microsecond=0)
+        before = v.encode_time(cut)
+        written: int = yield db.RollUpThroughput(before=before)
+        yield db.DropRolledMinutes(before=before)
+        yield db.PruneThroughputHours(before=v.encode_time(current - timedelta(seconds=hours_s)))
+        return written
+
+    args = {"keep_minutes": minutes_s, "keep_hours": hours_s}
+    return Call("roll_up_throughput", args, build)
 
 
 def subscribers(job: Any) -> Call[list[str]]:

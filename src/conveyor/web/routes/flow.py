@@ -9,6 +9,7 @@ from fastapi import Query
 
 from conveyor.codec import to_json
 from conveyor.info import Rate
+from conveyor.ops.reading import MAX_THROUGHPUT_HOURS
 from conveyor.web.models import LimitsRequest, RateIn
 from conveyor.web.router import Router, route
 from conveyor.web.routes.common import JobIdPath, QueuePath, QueueQuery
@@ -66,6 +67,16 @@ def throughput(
     minutes: Annotated[int, Query(ge=1, le=7 * 24 * 60)] = 60,
 ) -> dict[str, Any]:
     return {"minutes": to_json(state.queue.throughput(queue=queue, minutes=minutes))}
+
+
+@route(router, "throughput_hours")
+def throughput_hours(
+    state: State,
+    queue: QueueQuery = None,
+    hours: Annotated[int, Query(ge=1, le=MAX_THROUGHPUT_HOURS)] = 24,
+) -> dict[str, Any]:
+    """Per hour: the hourly roll-ups, and the last day's per-minute rows summed."""
+    return {"hours": to_json(state.queue.throughput_hours(queue=queue, hours=hours))}
 
 
 @route(router, "dependents")

@@ -124,6 +124,20 @@ def run_schedule_slot(name: NamePath, body: RunSlotRequest, state: State) -> Res
     return answer({"job": None if job is None else job_json(job)})
 
 
+@route(router, "roll_up_throughput")
+def roll_up_throughput(
+    state: State,
+    keep_minutes_seconds: Annotated[float, Query(gt=0, le=TEN_YEARS, allow_inf_nan=False)],
+    keep_hours_seconds: Annotated[float, Query(gt=0, le=TEN_YEARS, allow_inf_nan=False)],
+) -> dict[str, Any]:
+    """Per-minute throughput older than `keep_minutes_seconds` is summed into hourly
+    rows, and hourly rows older than `keep_hours_seconds` deleted."""
+    written = state.queue.roll_up_throughput(
+        keep_minutes=keep_minutes_seconds, keep_hours=keep_hours_seconds
+    )
+    return {"written_count": written}
+
+
 @route(router, "fold_counts")
 def fold_counts(state: State) -> dict[str, Any]:
     return {"folded_count": state.queue.fold_counts()}

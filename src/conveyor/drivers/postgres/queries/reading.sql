@@ -137,3 +137,46 @@ WHERE minute < now() - make_interval(secs => :older_than_s);
 
 -- name: db_now
 SELECT now() AS db_now;
+
+-- name: throughput_hours
+-- Jobs completed and failed per hour since :since: the hourly roll-ups, the per-minute
+-- rows of the last day, and the deltas not yet folded, summed by hour.
+SELECT hour, sum(completed) AS completed, sum(failed) AS failed
+FROM (SELECT hour, queue, completed, failed FROM {schema}.conveyor_throughput_hours
+      WHERE hour >= :since::timestamptz
+      UNION ALL
+      SELECT date_trunc('hour', minute), queue, completed, failed
+      FROM {schema}.conveyor_throughput
+      WHERE minute >= :since::timestamptz
+      UNION ALL
+      SELECT date_trunc('hour', at), queue,
+             CASE WHEN status = 'completed' THEN entered ELSE 0 END,
+             CASE WHEN status = 'failed' THEN entered ELSE 0 END
+      FROM {schema}.conveyor_count_deltas
+      WHERE status IN ('completed', 'failed') AND entered > 0
+        AND at >= :since::timestamptz) AS parts
+WHERE (:queue::text IS NULL OR queue = :queue)
+GROUP BY hour
+ORDER BY hour;
+
+-- name: roll_up_throughput
+-- Per-minute rows before :before (a day ago) move into their hour's row: deleted and
+-- added in one statement, so two roll-ups at once never count a minute twice (the
+-- second finds the rows gone).
+WITH gone AS (DELETE FROM {schema}.conveyor_throughput
+              WHERE minute < :before::timestamptz
+              RETURNING minute, queue, completed, failed)
+INSERT INTO {schema}.conveyor_throughput_hours AS h (hour, queue, completed, failed)
+SELECT date_trunc('hour', minute), queue, sum(completed), sum(failed)
+FROM gone
+GROUP BY 1, 2
+ORDER BY 1, 2
+ON CONFLICT (hour, queue) DO UPDATE
+SET completed = h.completed + excluded.completed, failed = h.failed + excluded.failed;
+
+-- name: drop_rolled_minutes
+-- Nothing is left to drop: roll_up_throughput deleted what it added.
+DELETE FROM {schema}.conveyor_throughput WHERE false AND minute < :before::timestamptz;
+
+-- name: prune_throughput_hours
+DELETE FROM {schema}.conveyor_throughput_hours WHERE hour < :before::timestamptz;

@@ -99,3 +99,35 @@ DELETE FROM conveyor_throughput WHERE minute < {now} - :older_than_s;
 
 -- name: db_now
 SELECT {now} AS db_now;
+
+-- name: throughput_hours
+-- Jobs completed and failed per hour since :since: the hourly roll-ups, and the
+-- per-minute rows of the last day summed by hour (at most 1,440 per queue).
+SELECT hour, sum(completed) AS completed, sum(failed) AS failed
+FROM (SELECT hour, queue, completed, failed FROM conveyor_throughput_hours
+      WHERE hour >= :since
+      UNION ALL
+      SELECT CAST(minute / 3600 AS INTEGER) * 3600 AS hour, queue, completed, failed
+      FROM conveyor_throughput
+      WHERE minute >= :since) AS parts
+WHERE (:queue IS NULL OR queue = :queue)
+GROUP BY hour
+ORDER BY hour;
+
+-- name: roll_up_throughput
+-- Per-minute rows before :before (a day ago) are added to their hour's row ...
+INSERT INTO conveyor_throughput_hours (hour, queue, completed, failed)
+SELECT CAST(minute / 3600 AS INTEGER) * 3600, queue, sum(completed), sum(failed)
+FROM conveyor_throughput
+WHERE minute < :before
+GROUP BY 1, 2
+ON CONFLICT (hour, queue) DO UPDATE
+SET completed = completed + excluded.completed, failed = failed + excluded.failed;
+
+-- name: drop_rolled_minutes
+-- ... and deleted, in the same write transaction (SQLite has one writer at a time, so
+-- two roll-ups never count a minute twice).
+DELETE FROM conveyor_throughput WHERE minute < :before;
+
+-- name: prune_throughput_hours
+DELETE FROM conveyor_throughput_hours WHERE hour < :before;

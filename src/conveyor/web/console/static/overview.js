@@ -5,12 +5,36 @@ import { get, now, page, post } from "./api.js";
 import { append, fill, h } from "./dom.js";
 import { agoNode, count, when } from "./format.js";
 import { act } from "./dialog.js";
-import { chart, minutes } from "./chart.js";
+import { chart, hours, minutes, RANGES } from "./chart.js";
 
 export const title = "Overview";
 
 export function mount(main, ctx, params) {
   const chartQueue = params.get("queue") || "";
+  const rangeName = Object.hasOwn(RANGES, params.get("range")) ? params.get("range") : "hour";
+  const range = RANGES[rangeName];
+  const rangePicker = h(
+    "select",
+    {
+      id: "chart-range",
+      "aria-label": "Time shown in the chart",
+      on: {
+        change: () =>
+          ctx.navigate(
+            page("", {
+              queue: chartQueue,
+              range: rangePicker.value === "hour" ? null : rangePicker.value,
+            }),
+            { replace: true },
+          ),
+      },
+    },
+    [
+      ["hour", "Last hour"],
+      ["day", "Last 24 hours"],
+      ["week", "Last 7 days"],
+    ].map(([value, label]) => h("option", { value, selected: value === rangeName }, label)),
+  );
   const cards = h("div", { class: "cards" });
   const chartBox = h("div", { class: "chart-box" });
   const queuePicker = h(
@@ -18,7 +42,16 @@ export function mount(main, ctx, params) {
     {
       id: "chart-queue",
       "aria-label": "Queue shown in the chart",
-      on: { change: () => ctx.navigate(page("", { queue: queuePicker.value }), { replace: true }) },
+      on: {
+        change: () =>
+          ctx.navigate(
+            page("", {
+              queue: queuePicker.value,
+              range: rangeName === "hour" ? null : rangeName,
+            }),
+            { replace: true },
+          ),
+      },
     },
     h("option", { value: "" }, "All queues"),
   );
@@ -62,7 +95,7 @@ export function mount(main, ctx, params) {
         "div",
         { class: "panel-head" },
         h("h2", { id: "throughput-title" }, "Throughput"),
-        queuePicker,
+        h("span", { class: "pickers" }, rangePicker, queuePicker),
       ),
       chartBox,
     ),
@@ -82,7 +115,8 @@ export function mount(main, ctx, params) {
   let points = [];
   const drawChart = () => {
     lastWidth = chartBox.clientWidth;
-    fill(chartBox, chart(minutes(points), lastWidth || 720));
+    const series = rangeName === "hour" ? minutes(points) : hours(points, range.span);
+    fill(chartBox, chart(series, lastWidth || 720, range));
   };
   const onResize = () => chartBox.clientWidth !== lastWidth && drawChart();
   window.addEventListener("resize", onResize);
@@ -91,14 +125,17 @@ export function mount(main, ctx, params) {
     const [queues, settings, throughput, registered] = await Promise.all([
       get("api/queues"),
       get("api/queues/settings"),
-      get("api/throughput", { minutes: 60, queue: chartQueue }),
+      rangeName === "hour"
+        ? get("api/throughput", { minutes: 60, queue: chartQueue })
+        : get("api/throughput/hours", { hours: range.span, queue: chartQueue }),
       get("api/workers"),
     ]);
     const minute = Math.floor(now() / 60000);
-    const drawn = JSON.stringify([throughput.minutes, minute]);
+    const got = throughput.minutes || throughput.hours;
+    const drawn = JSON.stringify([got, minute]);
     if (drawn !== lastChart) {
       lastChart = drawn;
-      points = throughput.minutes;
+      points = got;
       drawChart();
     }
     const snapshot = JSON.stringify([queues, settings, registered]);
