@@ -25,7 +25,14 @@ from urllib.parse import quote
 
 from conveyor.codec import from_json, parse_time, to_json
 from conveyor.errors import InvalidArgument
-from conveyor.info import QueueSettings, ScheduleInfo, Throughput, ThroughputHour, WorkerInfo
+from conveyor.info import (
+    PayloadMatches,
+    QueueSettings,
+    ScheduleInfo,
+    Throughput,
+    ThroughputHour,
+    WorkerInfo,
+)
 from conveyor.job import Claim, Job, Stats, Status
 from conveyor.options import OPTIONS
 
@@ -268,6 +275,13 @@ ENDPOINTS: Mapping[str, Endpoint] = {
         "GET", "/api/jobs", "List jobs", "reader", response="JobList",
         # a client reads whole jobs
         send=lambda a: (None, {**a, "include": "payload,result"}), read=_jobs,
+    ),
+    "search_payload": E(
+        "GET", "/api/jobs/search", "Jobs whose payload field has a value", "reader",
+        send=lambda a: (None, {**a, "include": "payload,result"}),
+        read=lambda data, status: PayloadMatches(
+            tuple(_jobs(data, status)), data["next_before"]
+        ),
     ),
     "deferred": E(
         "GET", "/api/jobs/deferred", "Jobs not yet due: scheduled or waiting to retry",

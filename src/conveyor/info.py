@@ -9,6 +9,7 @@ from typing import Any
 
 from conveyor import validation as check
 from conveyor.errors import InvalidArgument
+from conveyor.job import Job
 from conveyor.retry import seconds
 
 
@@ -103,6 +104,16 @@ class ScheduleInfo:
     last_slot: datetime | None
     next_slot: datetime | None
     updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class PayloadMatches:
+    """Jobs whose payload field has the value sought, newest first, and where to go on:
+    ``next_before`` (search again with ``before`` = it), or None once every job was
+    walked."""
+
+    jobs: tuple[Job, ...]
+    next_before: int | None
 
 
 @dataclass(frozen=True, slots=True)

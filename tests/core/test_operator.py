@@ -5,6 +5,7 @@ and the oldest pending job counted among those that are due."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -183,3 +184,27 @@ def test_throughput_by_hour_rolls_old_minutes_up(q: conveyor.Queue, db_url: str)
         q.throughput_hours(hours=31 * 24 + 1)
     with pytest.raises(InvalidArgument, match="keep_hours"):
         q.roll_up_throughput(keep_minutes=7200, keep_hours=3600)
+
+
+def test_search_by_a_payload_field_is_a_bounded_walk(q: conveyor.Queue) -> None:
+    ids = [q.enqueue("mail.send", {"to": f"u{n % 3}@example.org", "n": n}).id for n in range(9)]
+    q.enqueue("other", {"to": "u0@example.org"}, queue="other")
+    found = q.search_payload("to", "u0@example.org", queue="default")
+    assert [j.id for j in found.jobs] == [ids[6], ids[3], ids[0]] and found.next_before is None
+    assert found.jobs[0].payload == {"to": "u0@example.org", "n": 6}
+    assert [j.id for j in q.search_payload("n", "4").jobs] == [ids[4]]  # numbers as text
+    assert q.search_payload("to", "nobody").jobs == ()
+    # A page: the limit reached, go on below the last match.
+    first = q.search_payload("to", "u0@example.org", queue="default", limit=2)
+    assert [j.id for j in first.jobs] == [ids[6], ids[3]] and first.next_before == ids[3]
+    rest = q.search_payload("to", "u0@example.org", queue="default", before=first.next_before)
+    assert [j.id for j in rest.jobs] == [ids[0]] and rest.next_before is None
+    # A bounded walk: four jobs walked, from the newest of the queue; go on from there.
+    walked = q.search_payload("to", "u0@example.org", queue="default", scan=4)
+    assert [j.id for j in walked.jobs] == [ids[6]] and walked.next_before == ids[5]
+    pending = q.search_payload("to", "u1@example.org", task="mail.send", status="pending")
+    assert [j.id for j in pending.jobs] == [ids[7], ids[4], ids[1]]
+    for bad in ({"field": "a.b"}, {"field": ""}, {"scan": 0}, {"limit": 0}):
+        args: dict[str, Any] = {"field": "to", "value": "x", **bad}
+        with pytest.raises(InvalidArgument):
+            q.search_payload(args.pop("field"), args.pop("value"), **args)

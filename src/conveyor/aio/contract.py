@@ -15,7 +15,15 @@ from datetime import datetime
 from typing import Any, Self, TypeVar, Unpack
 
 from conveyor.errors import JobNotFound
-from conveyor.info import QueueSettings, Rate, ScheduleInfo, Throughput, ThroughputHour, WorkerInfo
+from conveyor.info import (
+    PayloadMatches,
+    QueueSettings,
+    Rate,
+    ScheduleInfo,
+    Throughput,
+    ThroughputHour,
+    WorkerInfo,
+)
 from conveyor.job import Claim, Job, Stats, Status, sum_stats
 from conveyor.ops import (
     Call,
@@ -417,6 +425,35 @@ class AsyncQueueAPI(ABC):
         ``kind`` "scheduled" (never tried), "retrying" (an attempt failed, waiting out its
         back-off) or None (both)."""
         return await self._run(reading.deferred(queue=queue, task=task, kind=kind, limit=limit))
+
+    async def search_payload(
+        self,
+        field: str,
+        value: str,
+        *,
+        queue: str | None = None,
+        status: str | None = None,
+        task: str | None = None,
+        before: int | None = None,
+        limit: int = 50,
+        scan: int = 10000,
+    ) -> PayloadMatches:
+        """Jobs whose payload's top-level ``field`` reads ``value`` (as text), newest
+        first, among the ``scan`` (up to 100,000) newest jobs below id ``before`` that
+        match the other filters: a bounded walk whatever the table holds. Go on with
+        ``before=result.next_before`` until it is None."""
+        return await self._run(
+            reading.search_payload(
+                field=field,
+                value=value,
+                queue=queue,
+                status=status,
+                task=task,
+                before=before,
+                limit=limit,
+                scan=scan,
+            )
+        )
 
     async def dependents(self, job_id: int) -> list[int]:
         """The ids of the jobs that run after this one."""

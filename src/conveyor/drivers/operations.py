@@ -458,6 +458,38 @@ class ListJobsNewest(RowsOp):
 
 
 @dataclass(frozen=True, slots=True)
+class SearchPayload(RowsOp):
+    """Among the :scan newest jobs below id :before (of the queue, status and task given),
+    those whose payload's top-level :field reads :value (as text), newest first. The scan
+    walks the primary key (or the queue/status/task index) backwards, a bounded range:
+    no expression index is needed."""
+
+    op: ClassVar[str] = "search_payload"
+    field: str
+    value: str
+    queue: str | None
+    status: str | None
+    task: str | None
+    before: int
+    scan: int
+    limit: int
+
+
+@dataclass(frozen=True, slots=True)
+class ScanFloor(RowsOp):
+    """The lowest id among the :scan newest jobs below :before (the same filters as
+    ``SearchPayload``): where a search that found too few goes on; ``floor`` is null
+    when no job was scanned."""
+
+    op: ClassVar[str] = "scan_floor"
+    queue: str | None
+    status: str | None
+    task: str | None
+    before: int
+    scan: int
+
+
+@dataclass(frozen=True, slots=True)
 class ListDeferred(RowsOp):
     """Pending jobs not yet due (scheduled, or waiting to retry), soonest first."""
 

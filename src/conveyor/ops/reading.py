@@ -5,13 +5,14 @@ write transaction of its own, so what a reader sees is never a job nobody runs."
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta
 from typing import Any
 
 from conveyor import validation as check
 from conveyor.drivers import operations as db
 from conveyor.errors import InvalidArgument
-from conveyor.info import Throughput, ThroughputHour
+from conveyor.info import PayloadMatches, Throughput, ThroughputHour
 from conveyor.job import Job, Stats
 from conveyor.ops import Call, Plan, Row, Upgrade, Values
 from conveyor.ops.admin import deferred_filter, deferred_kind
@@ -113,6 +114,58 @@ def jobs(
     wire = {**params, "after": cursor, "newest_first": descending, "created_after": since,
             "created_before": until}  # fmt: skip
     return Call("jobs", wire, build, write=False)
+
+
+MAX_SCAN = 100_000  # jobs one payload search walks at most
+_FIELD = re.compile(r"[A-Za-z0-9_-]{1,100}")
+
+
+def search_payload(
+    *,
+    field: Any,
+    value: Any,
+    queue: Any,
+    status: Any,
+    task: Any,
+    before: Any,
+    limit: Any,
+    scan: Any,
+) -> Call[PayloadMatches]:
+    """Jobs whose payload's top-level ``field`` reads ``value`` (compared as text: a
+    string, or a number as JSON writes it), newest first, among the ``scan`` newest jobs
+    below id ``before`` (of the queue, status and task given). A bounded walk: page on
+    with the answer's ``next_before``."""
+    if not isinstance(field, str) or not _FIELD.fullmatch(field):
+        raise InvalidArgument(
+            "field: expected a top-level payload field (letters, digits, _ or -), "
+            f"got {field!r:.80}"
+        )
+    if not isinstance(value, str) or len(value) > check.MAX_KEY_LENGTH:
+        raise InvalidArgument(f"value: expected text of at most {check.MAX_KEY_LENGTH} characters")
+    params: dict[str, Any] = {
+        "field": field,
+        "value": value,
+        "queue": None if queue is None else check.name(queue, "queue"),
+        "status": None if status is None else str(check.status(status)),
+        "task": None if task is None else check.name(task, "task"),
+        "before": MAX_JOB_ID
+        if before is None
+        else check.integer(before, "before", low=1, high=MAX_JOB_ID),
+        "limit": check.integer(limit, "limit", low=1, high=MAX_LIST),
+        "scan": check.integer(scan, "scan", low=1, high=MAX_SCAN),
+    }
+    where = {k: params[k] for k in ("queue", "status", "task", "before", "scan")}
+
+    def build(v: Values) -> Plan[PayloadMatches]:
+        rows = yield db.SearchPayload(**params)
+        jobs = tuple(v.decode_job(r) for r in rows)
+        if len(jobs) == params["limit"]:
+            return PayloadMatches(jobs, jobs[-1].id)
+        walked = yield db.ScanFloor(**where)
+        more = int(walked[0]["n"]) == params["scan"] and walked[0]["floor"] is not None
+        return PayloadMatches(jobs, int(walked[0]["floor"]) if more else None)
+
+    return Call("search_payload", params, build, write=False)
 
 
 MAX_DEFERRED = 500

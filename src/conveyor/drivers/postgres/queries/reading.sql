@@ -180,3 +180,28 @@ DELETE FROM {schema}.conveyor_throughput WHERE false AND minute < :before::times
 
 -- name: prune_throughput_hours
 DELETE FROM {schema}.conveyor_throughput_hours WHERE hour < :before::timestamptz;
+
+-- name: search_payload
+-- Jobs whose payload's top-level :field reads :value, among the :scan newest below id
+-- :before: a bounded walk of the primary key (or of the filters' index) backwards, the
+-- JSON read only for the rows walked. The caller goes on from scan_floor.
+SELECT * FROM (SELECT * FROM {schema}.conveyor_jobs
+               WHERE id < :before
+                 AND queue = :queue               -- if :queue
+                 AND status = :status             -- if :status
+                 AND task = :task                 -- if :task
+               ORDER BY id DESC
+               LIMIT :scan) AS walked
+WHERE payload ->> (:field::text) = :value::text
+ORDER BY id DESC
+LIMIT :limit;
+
+-- name: scan_floor
+SELECT min(id) AS floor, count(*) AS n
+FROM (SELECT id FROM {schema}.conveyor_jobs
+      WHERE id < :before
+        AND queue = :queue                        -- if :queue
+        AND status = :status                      -- if :status
+        AND task = :task                          -- if :task
+      ORDER BY id DESC
+      LIMIT :scan) AS walked;
