@@ -253,3 +253,28 @@ def test_throughput_over_a_day_and_a_week(server: Server, browse: Opener) -> Non
     page.goto(server.page_url("?queue=mail&range=week"))
     expect(caption).to_contain_text("540 completed")
     expect(page.locator("#chart-range")).to_have_value("week")
+
+
+# -- search by payload ------------------------------------------------------------------------
+def test_search_jobs_by_a_payload_field(server: Server, browse: Opener) -> None:
+    q = server.queue
+    ids = [q.enqueue("mail.send", {"to": f"u{n % 2}@example.org", "n": n}, queue="mail").id
+           for n in range(6)]  # fmt: skip
+    page = browse(server.page_url("jobs"))
+    page.locator("#f-payload").fill("to=u1@example.org")
+    page.locator("#f-queue").fill("mail")
+    page.get_by_role("button", name="Apply").click()
+    expect(page).to_have_url(re.compile(r"payload=to%3Du1%40example.org"))
+    rows = page.locator("table.jobs tbody tr")
+    expect(rows).to_have_count(3)
+    shown = [int(t) for t in rows.locator("td:first-child").all_inner_texts()]
+    assert shown == [ids[5], ids[3], ids[1]]
+    expect(page.locator("#list-info")).to_contain_text(
+        "3 job(s) whose payload has to = u1@example.org, newest first, all jobs searched"
+    )
+    # Pages of a search go on below where the last one stopped.
+    page.goto(server.page_url("jobs?payload=n%3D4&limit=20"))
+    expect(rows).to_have_count(1)
+    expect(rows.first).to_contain_text(str(ids[4]))
+    page.goto(server.page_url("jobs?payload=nonsense"))
+    expect(page.locator("#banner")).to_contain_text("the payload filter reads field=value")

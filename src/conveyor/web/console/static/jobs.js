@@ -19,7 +19,15 @@ export const title = "Jobs";
 
 const STATUSES = ["pending", "running", "completed", "failed", "cancelled"];
 const SIZES = [20, 50, 100, 200];
-const FILTERS = ["queue", "status", "task", "key", "created_after", "created_before"];
+const FILTERS = ["queue", "status", "task", "key", "payload", "created_after", "created_before"];
+// A payload search walks this many jobs per page at most (newest first).
+const SCAN = 10000;
+
+/** "to=ada@example.org" → {field: "to", value: "ada@example.org"}, else null. */
+function payloadFilter(text) {
+  const match = /^([A-Za-z0-9_-]{1,100})=(.*)$/.exec(text || "");
+  return match ? { field: match[1], value: match[2] } : null;
+}
 const RETRYABLE = ["failed", "cancelled", "completed"];
 const CANCELLABLE = ["pending", "running"];
 
@@ -88,6 +96,15 @@ export function mount(main, ctx, params) {
       autocomplete: "off",
       maxlength: "200",
     }),
+    payload: h("input", {
+      id: "f-payload",
+      name: "payload",
+      value: filters.payload || "",
+      placeholder: "field=value",
+      title: "A top-level payload field and its value, such as to=ada@example.org",
+      autocomplete: "off",
+      maxlength: "1100",
+    }),
     key: h("input", {
       id: "f-key",
       name: "key",
@@ -124,6 +141,7 @@ export function mount(main, ctx, params) {
     field("Status", inputs.status),
     field("Task", inputs.task),
     field("Key", inputs.key),
+    field("Payload", inputs.payload),
     field("Created from", inputs.created_after),
     field("Created before", inputs.created_before),
     field("Order", inputs.order),
@@ -138,7 +156,7 @@ export function mount(main, ctx, params) {
   );
   const apply = () => {
     const chosen = {};
-    for (const name of ["queue", "status", "task", "key"]) {
+    for (const name of ["queue", "status", "task", "key", "payload"]) {
       const value = inputs[name].value.trim();
       if (value) chosen[name] = value;
     }
@@ -198,7 +216,27 @@ export function mount(main, ctx, params) {
     let rows;
     let hasNewer;
     let hasOlder;
-    if (state.before) {
+    let searched = null;
+    const sought = payloadFilter(filters.payload);
+    if (filters.payload && !sought) {
+      throw new Error("the payload filter reads field=value, such as to=ada@example.org");
+    }
+    if (sought) {
+      // A bounded walk, newest first: each page goes on below where the last one stopped.
+      const { payload, key, created_after, created_before, ...rest } = base;
+      const got = await get("api/jobs/search", {
+        ...rest,
+        ...sought,
+        limit,
+        scan: SCAN,
+        before: state.after,
+      });
+      rows = got.jobs;
+      searched = got;
+      hasNewer = state.after !== null;
+      hasOlder = got.next_before !== null;
+      state.next = got.next_before;
+    } else if (state.before) {
       // The page before a cursor: read towards it in the other order, then turn round.
       const got = await get("api/jobs", {
         ...base,
@@ -232,14 +270,19 @@ export function mount(main, ctx, params) {
       ? (await get("api/workers")).workers
       : [];
     const ahead = claimedAhead(workers, rows);
-    const snapshot = JSON.stringify([rows, hasNewer, hasOlder, stats, [...ahead]]);
+    const snapshot = JSON.stringify([rows, hasNewer, hasOlder, stats, [...ahead], searched]);
     if (snapshot === last) return;
     last = snapshot;
     fill(
       queues,
       Object.keys(stats.queues).map((name) => h("option", { value: name })),
     );
-    fill(info, describe(filters, newest, rows, stats));
+    fill(
+      info,
+      sought
+        ? `${count(rows.length)} job(s) whose payload has ${sought.field} = ${sought.value}, newest first, ${searched.next_before === null ? "all jobs searched" : `searching ${count(SCAN)} jobs a page`}${filters.key || filters.created_after || filters.created_before ? " (key and creation time are not used with a payload search)" : ""}`
+        : describe(filters, newest, rows, stats),
+    );
     fill(
       tbody,
       rows.length
@@ -258,7 +301,7 @@ export function mount(main, ctx, params) {
     const lastRow = rows[rows.length - 1];
     fill(
       pager,
-      hasNewer && first
+      hasNewer && first && !sought
         ? h(
             "a",
             {
@@ -281,13 +324,13 @@ export function mount(main, ctx, params) {
             newest ? "Newest" : "Oldest",
           )
         : null,
-      hasOlder && lastRow
+      hasOlder && (lastRow || sought)
         ? h(
             "a",
             {
               class: "button",
               rel: "next",
-              href: href(filters, newest, limit, { after: lastRow.id }),
+              href: href(filters, newest, limit, { after: sought ? state.next : lastRow.id }),
               "data-focus": "next",
             },
             newest ? "Older →" : "Later →",
