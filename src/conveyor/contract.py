@@ -20,6 +20,7 @@ from conveyor.info import (
     QueueSettings,
     Rate,
     ScheduleInfo,
+    TaskTimings,
     Throughput,
     ThroughputHour,
     WorkerInfo,
@@ -400,6 +401,19 @@ class QueueAPI(ABC):
         ``kind`` "scheduled" (never tried), "retrying" (an attempt failed, waiting out its
         back-off) or None (both)."""
         return self._run(reading.deferred(queue=queue, task=task, kind=kind, limit=limit))
+
+    def task_timings(
+        self,
+        *,
+        queue: str | None = None,
+        task: str | None = None,
+        hours: int = 24,
+        sample: int = 10_000,
+    ) -> list[TaskTimings]:
+        """Per task, over the ``sample`` (up to 100,000) jobs that finished last within
+        the last ``hours``: runs, failures, and the p50 and p95 run time of the completed
+        ones, computed by the database."""
+        return self._run(reading.task_timings(queue=queue, task=task, hours=hours, sample=sample))
 
     def search_payload(
         self,

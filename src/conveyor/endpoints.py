@@ -29,6 +29,7 @@ from conveyor.info import (
     PayloadMatches,
     QueueSettings,
     ScheduleInfo,
+    TaskTimings,
     Throughput,
     ThroughputHour,
     WorkerInfo,
@@ -503,6 +504,11 @@ ENDPOINTS: Mapping[str, Endpoint] = {
         "GET", "/api/throughput", "Jobs completed and failed per minute", "reader",
         send=lambda a: (None, dict(a)),
         read=lambda data, status: [from_json(Throughput, p) for p in data["minutes"]],
+    ),
+    "task_timings": E(
+        "GET", "/api/tasks/timings", "Runs, failures and run-time percentiles per task",
+        "reader", send=lambda a: (None, dict(a)),
+        read=lambda data, status: [from_json(TaskTimings, t) for t in data["tasks"]],
     ),
     "throughput_hours": E(
         "GET", "/api/throughput/hours", "Jobs completed and failed per hour", "reader",

@@ -107,6 +107,20 @@ class ScheduleInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class TaskTimings:
+    """One task over a window of recently finished jobs: how many finished (``runs``),
+    how many of them failed, and the median and 95th percentile of the completed runs'
+    run time (``finished_at - started_at`` of their last attempt, in seconds; None
+    without a completed run)."""
+
+    task: str
+    runs: int
+    failures: int
+    p50_seconds: float | None
+    p95_seconds: float | None
+
+
+@dataclass(frozen=True, slots=True)
 class PayloadMatches:
     """Jobs whose payload field has the value sought, newest first, and where to go on:
     ``next_before`` (search again with ``before`` = it), or None once every job was

@@ -208,3 +208,26 @@ def test_search_by_a_payload_field_is_a_bounded_walk(q: conveyor.Queue) -> None:
         args: dict[str, Any] = {"field": "to", "value": "x", **bad}
         with pytest.raises(InvalidArgument):
             q.search_payload(args.pop("field"), args.pop("value"), **args)
+
+
+def test_task_timings_count_runs_failures_and_percentiles(q: conveyor.Queue) -> None:
+    for n in range(4):
+        job = q.enqueue("mail.send", {"n": n}, queue="mail")
+        q.complete(job.id, q.claim("mail").id, None)
+    failed = q.enqueue("mail.send", queue="mail")
+    q.fail(failed.id, q.claim("mail").id, "boom", retryable=False)
+    other = q.enqueue("fetch", queue="other")
+    q.complete(other.id, q.claim("other").id, None)
+    q.enqueue("never.ran")
+    timings = {t.task: t for t in q.task_timings()}
+    assert set(timings) == {"mail.send", "fetch"}
+    mail = timings["mail.send"]
+    assert (mail.runs, mail.failures) == (5, 1)
+    runs = q.jobs(task="mail.send", status="completed")
+    took = sorted((j.finished_at - j.started_at).total_seconds() for j in runs)  # type: ignore[operator]
+    assert mail.p50_seconds == pytest.approx(took[1], abs=1e-3)  # nearest rank of 4: 2nd
+    assert mail.p95_seconds == pytest.approx(took[3], abs=1e-3)
+    assert [t.task for t in q.task_timings(queue="other")] == ["fetch"]
+    assert [t.runs for t in q.task_timings(task="mail.send", sample=2)] == [2]
+    with pytest.raises(InvalidArgument, match="sample"):
+        q.task_timings(sample=0)

@@ -20,6 +20,7 @@ from conveyor.info import (
     QueueSettings,
     Rate,
     ScheduleInfo,
+    TaskTimings,
     Throughput,
     ThroughputHour,
     WorkerInfo,
@@ -425,6 +426,21 @@ class AsyncQueueAPI(ABC):
         ``kind`` "scheduled" (never tried), "retrying" (an attempt failed, waiting out its
         back-off) or None (both)."""
         return await self._run(reading.deferred(queue=queue, task=task, kind=kind, limit=limit))
+
+    async def task_timings(
+        self,
+        *,
+        queue: str | None = None,
+        task: str | None = None,
+        hours: int = 24,
+        sample: int = 10000,
+    ) -> list[TaskTimings]:
+        """Per task, over the ``sample`` (up to 100,000) jobs that finished last within
+        the last ``hours``: runs, failures, and the p50 and p95 run time of the completed
+        ones, computed by the database."""
+        return await self._run(
+            reading.task_timings(queue=queue, task=task, hours=hours, sample=sample)
+        )
 
     async def search_payload(
         self,

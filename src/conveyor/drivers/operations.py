@@ -490,6 +490,20 @@ class ScanFloor(RowsOp):
 
 
 @dataclass(frozen=True, slots=True)
+class TaskTimings(RowsOp):
+    """Per task, over the :sample most recently finished jobs (completed or failed)
+    since :since: ``task``, ``runs``, ``failures``, and ``p50``/``p95`` of the completed
+    runs' ``finished_at - started_at`` in seconds (nearest rank). A range of the
+    finished_at index, bounded by :sample."""
+
+    op: ClassVar[str] = "task_timings"
+    since: Any
+    queue: str | None
+    task: str | None
+    sample: int
+
+
+@dataclass(frozen=True, slots=True)
 class ListDeferred(RowsOp):
     """Pending jobs not yet due (scheduled, or waiting to retry), soonest first."""
 

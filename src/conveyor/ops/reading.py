@@ -12,7 +12,7 @@ from typing import Any
 from conveyor import validation as check
 from conveyor.drivers import operations as db
 from conveyor.errors import InvalidArgument
-from conveyor.info import PayloadMatches, Throughput, ThroughputHour
+from conveyor.info import PayloadMatches, TaskTimings, Throughput, ThroughputHour
 from conveyor.job import Job, Stats
 from conveyor.ops import Call, Plan, Row, Upgrade, Values
 from conveyor.ops.admin import deferred_filter, deferred_kind
@@ -166,6 +166,43 @@ def search_payload(
         return PayloadMatches(jobs, int(walked[0]["floor"]) if more else None)
 
     return Call("search_payload", params, build, write=False)
+
+
+MAX_SAMPLE = 100_000  # finished jobs task timings read at most
+MAX_TIMING_HOURS = 31 * 24
+
+
+def task_timings(*, queue: Any, task: Any, hours: Any, sample: Any) -> Call[list[TaskTimings]]:
+    """Per task, over the ``sample`` jobs that finished last within the last ``hours``:
+    runs, failures, p50 and p95 run time. Computed by the database over an index range
+    bounded by ``sample``, never over the whole table."""
+    params: dict[str, Any] = {
+        "queue": None if queue is None else check.name(queue, "queue"),
+        "task": None if task is None else check.name(task, "task"),
+        "hours": check.integer(hours, "hours", low=1, high=MAX_TIMING_HOURS),
+        "sample": check.integer(sample, "sample", low=1, high=MAX_SAMPLE),
+    }
+
+    def build(v: Values) -> Plan[list[TaskTimings]]:
+        clock = yield db.DbNow()
+        current = v.decode_time(clock[0]["db_now"])
+        assert current is not None
+        since = v.encode_time(current - timedelta(hours=params["hours"]))
+        rows = yield db.TaskTimings(
+            since=since, queue=params["queue"], task=params["task"], sample=params["sample"]
+        )
+        return [
+            TaskTimings(
+                task=r["task"],
+                runs=int(r["runs"]),
+                failures=int(r["failures"] or 0),
+                p50_seconds=None if r["p50"] is None else float(r["p50"]),
+                p95_seconds=None if r["p95"] is None else float(r["p95"]),
+            )
+            for r in rows
+        ]
+
+    return Call("task_timings", params, build, write=False)
 
 
 MAX_DEFERRED = 500

@@ -205,3 +205,23 @@ FROM (SELECT id FROM {schema}.conveyor_jobs
         AND task = :task                          -- if :task
       ORDER BY id DESC
       LIMIT :scan) AS walked;
+
+-- name: task_timings
+-- Per task over the :sample jobs that finished last since :since (the finished_at index,
+-- backwards): runs, failures, and the nearest-rank p50 and p95 (percentile_disc) of the
+-- completed runs' run time.
+SELECT task, count(*) AS runs, count(*) FILTER (WHERE status = 'failed') AS failures,
+       percentile_disc(0.5) WITHIN GROUP (ORDER BY took)
+           FILTER (WHERE status = 'completed' AND took IS NOT NULL) AS p50,
+       percentile_disc(0.95) WITHIN GROUP (ORDER BY took)
+           FILTER (WHERE status = 'completed' AND took IS NOT NULL) AS p95
+FROM (SELECT task, status, extract(epoch FROM finished_at - started_at)::float8 AS took
+      FROM {schema}.conveyor_jobs
+      WHERE finished_at IS NOT NULL AND finished_at >= :since::timestamptz
+        AND status IN ('completed', 'failed')
+        AND queue = :queue                -- if :queue
+        AND task = :task                  -- if :task
+      ORDER BY finished_at DESC
+      LIMIT :sample) AS recent
+GROUP BY task
+ORDER BY task;

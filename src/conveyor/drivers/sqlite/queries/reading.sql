@@ -156,3 +156,27 @@ FROM (SELECT id FROM conveyor_jobs
         AND task = :task                          -- if :task
       ORDER BY id DESC
       LIMIT :scan) AS walked;
+
+-- name: task_timings
+-- Per task over the :sample jobs that finished last since :since (the finished_at index,
+-- backwards): runs, failures, and the nearest-rank p50 and p95 of the completed runs'
+-- run time, by window functions.
+WITH recent AS (
+    SELECT task, status, finished_at - started_at AS took FROM conveyor_jobs
+    WHERE finished_at IS NOT NULL AND finished_at >= :since
+      AND status IN ('completed', 'failed')
+      AND queue = :queue                  -- if :queue
+      AND task = :task                    -- if :task
+    ORDER BY finished_at DESC
+    LIMIT :sample),
+ranked AS (
+    SELECT task, took,
+           row_number() OVER (PARTITION BY task ORDER BY took) AS r,
+           count(*) OVER (PARTITION BY task) AS n
+    FROM recent WHERE status = 'completed' AND took IS NOT NULL)
+SELECT t.task, t.runs, t.failures,
+       (SELECT min(k.took) FROM ranked AS k WHERE k.task = t.task AND k.r >= 0.50 * k.n) AS p50,
+       (SELECT min(k.took) FROM ranked AS k WHERE k.task = t.task AND k.r >= 0.95 * k.n) AS p95
+FROM (SELECT task, count(*) AS runs, sum(status = 'failed') AS failures
+      FROM recent GROUP BY task) AS t
+ORDER BY t.task;
