@@ -278,3 +278,23 @@ def test_search_jobs_by_a_payload_field(server: Server, browse: Opener) -> None:
     expect(rows.first).to_contain_text(str(ids[4]))
     page.goto(server.page_url("jobs?payload=nonsense"))
     expect(page.locator("#banner")).to_contain_text("the payload filter reads field=value")
+
+
+# -- per-task figures -------------------------------------------------------------------------
+def test_runs_failures_and_run_times_per_task(server: Server, browse: Opener) -> None:
+    q = server.queue
+    for _ in range(3):
+        job = q.enqueue("mail.send", queue="mail")
+        q.complete(job.id, q.claim("mail").id, None)
+    failed = q.enqueue("mail.send", queue="mail")
+    q.fail(failed.id, q.claim("mail").id, "boom", retryable=False)
+    page = browse(server.page_url())
+    row = page.locator('table.tasks tr[data-task="mail.send"]')
+    expect(row.locator('[data-col="runs"]')).to_have_text("4")
+    expect(row.locator('[data-col="failures"]')).to_have_text("1")
+    expect(row.locator('[data-col="rate"]')).to_have_text("25 %")
+    expect(row.locator('[data-col="p50"]')).to_have_text(re.compile(r"^\d+ ms$|^\d+\.\d s$"))
+    expect(row.locator('[data-col="p95"]')).to_have_text(re.compile(r"^\d+ ms$|^\d+\.\d s$"))
+    row.locator('[data-col="failures"] a').click()
+    expect(page).to_have_url(re.compile(r"/jobs\?task=mail.send&status=failed$"))
+    expect(page.locator("table.jobs tbody tr")).to_have_count(1)

@@ -3,7 +3,7 @@
 
 import { get, now, page, post } from "./api.js";
 import { append, fill, h } from "./dom.js";
-import { agoNode, count, when } from "./format.js";
+import { agoNode, count, span, when } from "./format.js";
 import { act } from "./dialog.js";
 import { chart, hours, minutes, RANGES } from "./chart.js";
 
@@ -55,6 +55,7 @@ export function mount(main, ctx, params) {
     },
     h("option", { value: "" }, "All queues"),
   );
+  const taskBody = h("tbody");
   const tbody = h("tbody");
   // [title, class]: "n" numbers, "opt" left out on narrow screens.
   const head = [
@@ -105,6 +106,42 @@ export function mount(main, ctx, params) {
       h("h2", { id: "queues-title" }, "Queues"),
       h("div", { class: "scroll" }, table),
     ),
+    h(
+      "section",
+      { class: "panel", "aria-labelledby": "tasks-title" },
+      h("h2", { id: "tasks-title" }, "Tasks, last 24 hours"),
+      h(
+        "div",
+        { class: "scroll" },
+        h(
+          "table",
+          { class: "grid tasks" },
+          h("caption", { class: "sr" }, "Runs, failures and run times per task"),
+          h(
+            "thead",
+            {},
+            h(
+              "tr",
+              {},
+              [
+                ["Task", ""],
+                ["Runs", "n"],
+                ["Failed", "n"],
+                ["Failure rate", "n opt"],
+                ["p50 run time", "n"],
+                ["p95 run time", "n"],
+              ].map(([name, cls]) => h("th", { scope: "col", class: cls }, name)),
+            ),
+          ),
+          taskBody,
+        ),
+      ),
+      h(
+        "p",
+        { class: "muted small" },
+        "Over the 10,000 jobs that finished last: run time is finished minus started, of completed runs.",
+      ),
+    ),
     ctx.admin ? maintenance(ctx) : null,
   ]);
 
@@ -121,15 +158,27 @@ export function mount(main, ctx, params) {
   const onResize = () => chartBox.clientWidth !== lastWidth && drawChart();
   window.addEventListener("resize", onResize);
 
+  let lastTasks = "";
   async function refresh() {
-    const [queues, settings, throughput, registered] = await Promise.all([
+    const [queues, settings, throughput, registered, timings] = await Promise.all([
       get("api/queues"),
       get("api/queues/settings"),
       rangeName === "hour"
         ? get("api/throughput", { minutes: 60, queue: chartQueue })
         : get("api/throughput/hours", { hours: range.span, queue: chartQueue }),
       get("api/workers"),
+      get("api/tasks/timings", { hours: 24, queue: chartQueue }),
     ]);
+    const taskSnapshot = JSON.stringify(timings);
+    if (taskSnapshot !== lastTasks) {
+      lastTasks = taskSnapshot;
+      fill(
+        taskBody,
+        timings.tasks.length
+          ? timings.tasks.map(taskRow)
+          : h("tr", {}, h("td", { colspan: 6, class: "empty" }, "No job finished in the last 24 hours.")),
+      );
+    }
     const minute = Math.floor(now() / 60000);
     const got = throughput.minutes || throughput.hours;
     const drawn = JSON.stringify([got, minute]);
@@ -233,6 +282,33 @@ function summary(total, workers) {
         : "none registered",
     ),
   ];
+}
+
+function seconds(value) {
+  if (value === null || value === undefined) return "–";
+  if (value < 1) return `${Math.round(value * 1000)} ms`;
+  if (value < 10) return `${value.toFixed(1)} s`;
+  return span(value);
+}
+
+function taskRow(t) {
+  const rate = t.runs ? (100 * t.failures) / t.runs : 0;
+  return h(
+    "tr",
+    { "data-task": t.task },
+    h("th", { scope: "row" }, h("a", { href: page("jobs", { task: t.task }) }, t.task)),
+    h("td", { class: "n", "data-col": "runs" }, count(t.runs)),
+    h(
+      "td",
+      { class: ["n", t.failures ? "bad" : ""], "data-col": "failures" },
+      t.failures
+        ? h("a", { href: page("jobs", { task: t.task, status: "failed" }) }, count(t.failures))
+        : "0",
+    ),
+    h("td", { class: "n opt", "data-col": "rate" }, `${rate.toFixed(rate && rate < 10 ? 1 : 0)} %`),
+    h("td", { class: "n", "data-col": "p50" }, seconds(t.p50_seconds)),
+    h("td", { class: "n", "data-col": "p95" }, seconds(t.p95_seconds)),
+  );
 }
 
 function limitsText(settings) {
