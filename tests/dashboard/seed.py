@@ -211,6 +211,30 @@ def _throughput(q: conveyor.Queue) -> None:
             cur.executemany(insert + "(?, ?, ?, ?)", values)
         else:
             cur.executemany(insert + "(%s, %s, %s, %s)", rows)
+    _history(q)
+
+
+def _history(q: conveyor.Queue) -> None:
+    """A week before that, hour by hour: busy days, quiet nights, one bad afternoon.
+    Written as per-minute rows at each hour's start and rolled up like a worker would."""
+    hour = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+    rows = []
+    for back in range(2, 7 * 24):
+        at = hour - timedelta(hours=back)
+        day = 0.35 + 0.65 * max(0.0, math.sin((at.hour - 6) / 24 * 2 * math.pi))
+        completed = int(2400 * day + (back * 53 % 170))
+        failed = 180 if back in (50, 51) else back * 7 % 11
+        rows.append((at, "downloads", completed, failed))
+        rows.append((at, "mail", completed // 4, 0))
+    insert = "INSERT INTO conveyor_throughput (minute, queue, completed, failed) VALUES "
+    with q.driver.session() as session:
+        cur = getattr(session, "_cur")  # noqa: B009 - a fixture, not a queue operation
+        if q.dialect == "sqlite":
+            values = [(int(m.timestamp()), queue, c, f) for m, queue, c, f in rows]
+            cur.executemany(insert + "(?, ?, ?, ?)", values)
+        else:
+            cur.executemany(insert + "(%s, %s, %s, %s)", rows)
+    q.roll_up_throughput()
 
 
 if __name__ == "__main__":

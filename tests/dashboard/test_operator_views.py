@@ -160,11 +160,13 @@ def test_the_busy_view_tells_running_jobs_from_jobs_claimed_ahead(
     q.worker_seen("bot-1", host="bot", pid=7, queues=["fetch"], concurrency=1, version="1",
                   running=1, ttl=600, busy=[(jobs[0].id, started)])  # fmt: skip
     page = browse(any_server.page_url("workers"))
-    busy = page.locator("table.busy tbody tr")
+    busy = page.locator("table.running-now tbody tr")
     expect(busy).to_have_count(3)
-    expect(page.locator(f'table.busy tr[data-job="{jobs[0].id}"] .badge')).to_have_text("running")
+    expect(page.locator(f'table.running-now tr[data-job="{jobs[0].id}"] .badge')).to_have_text(
+        "running"
+    )
     for job in jobs[1:]:
-        expect(page.locator(f'table.busy tr[data-job="{job.id}"] .badge')).to_have_text(
+        expect(page.locator(f'table.running-now tr[data-job="{job.id}"] .badge')).to_have_text(
             "claimed · waiting"
         )
     worker = page.locator('tr[data-worker="bot-1"] [data-col="running"]')

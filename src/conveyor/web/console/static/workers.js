@@ -7,7 +7,7 @@
 
 import { get, page } from "./api.js";
 import { append, fill, h } from "./dom.js";
-import { agoNode, claimedAhead, count, progressText } from "./format.js";
+import { agoNode, claimedAhead, count, pastLease, progressText } from "./format.js";
 
 export const title = "Workers";
 
@@ -60,7 +60,7 @@ export function mount(main) {
       { class: "panel", "aria-labelledby": "busy-title" },
       h("h2", { id: "busy-title" }, "Running now"),
       busyInfo,
-      table("busy", "The job each worker runs", busyColumns, busyBody, ["Job"]),
+      table("running-now", "The job each worker runs", busyColumns, busyBody, ["Job"]),
     ),
   ]);
   let last = "";
@@ -194,7 +194,16 @@ function busyRow(job, ahead, start) {
       {},
       ahead
         ? h("span", { class: ["badge", "status-claimed"] }, "claimed · waiting")
-        : h("span", { class: ["badge", "status-running"] }, "running"),
+        : pastLease(job)
+          ? h(
+              "span",
+              {
+                class: ["badge", "late"],
+                title: "Its lease ran out: the worker is presumed gone",
+              },
+              "running · past lease",
+            )
+          : h("span", { class: ["badge", "status-running"] }, "running"),
     ),
     h(
       "td",
