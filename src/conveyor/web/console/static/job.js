@@ -165,7 +165,13 @@ function actions(ctx, job) {
       () => `Job ${job.id} is pending again`,
     );
   }
-  if (job.status === "pending" && parse(job.run_at) > now()) {
+  // Not yet due: run_at ahead of now, and of the job's last change (run now sets both to
+  // the database's now, which this browser's clock may trail a little).
+  if (
+    job.status === "pending" &&
+    parse(job.run_at) > now() &&
+    parse(job.run_at) > parse(job.updated_at)
+  ) {
     add(
       "run-now",
       "Run now",
