@@ -179,3 +179,16 @@ def test_targets_are_ratios_against_the_same_run() -> None:
     assert rows["SQLite stats() at 1M jobs ≤ 50 ms (p50)"].holds is True
     unmeasured = rows["PostgreSQL worker drain ≥ 7x pgqueuer's (same processes)"]
     assert (unmeasured.measured, unmeasured.holds) == ("not measured", None)
+
+
+def test_the_payload_search_benchmark_walks_the_whole_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from benchmarks import payload_search
+
+    code = payload_search.main(["--backends", "sqlite", "--rows", "3000", "--rounds", "1",
+                                "--workdir", str(tmp_path)])  # fmt: skip
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "no job has it: one page walks 10,000 jobs" in out
+    assert "whole table walked in 1 page(s) of 100,000" in out and "found [2]" in out

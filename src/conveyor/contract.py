@@ -16,7 +16,16 @@ from typing import Any, Self, TypeVar, Unpack
 
 from conveyor import crypto, tracing
 from conveyor.errors import JobNotFound
-from conveyor.info import QueueSettings, Rate, ScheduleInfo, Throughput, WorkerInfo
+from conveyor.info import (
+    PayloadMatches,
+    QueueSettings,
+    Rate,
+    ScheduleInfo,
+    TaskTimings,
+    Throughput,
+    ThroughputHour,
+    WorkerInfo,
+)
 from conveyor.job import Claim, Job, Stats, Status, sum_stats
 from conveyor.ops import (
     Call,
@@ -310,6 +319,30 @@ class QueueAPI(ABC):
         """Cancel a pending or running job. A running task's later reports are refused."""
         return self._run(admin.cancel(job_id))
 
+    def run_now(self, job_id: int) -> Job:
+        """A pending job due now: a scheduled job, or one waiting out its retry back-off,
+        stops waiting (its dependencies still hold it). Else ``InvalidTransition``."""
+        return self._run(admin.run_now(job_id))
+
+    def run_now_all(
+        self,
+        *,
+        queue: str | None = None,
+        task: str | None = None,
+        kind: str | None = None,
+        limit: int = 1000,
+    ) -> list[int]:
+        """At most ``limit`` (1 to 1000) pending jobs not yet due, soonest first, due
+        now; ``kind``: "scheduled" (never tried), "retrying" (an attempt failed) or None
+        (both). Returns their ids: repeat while it returns ``limit`` of them."""
+        return self._run(admin.run_now_all(queue=queue, task=task, kind=kind, limit=limit))
+
+    def delete_job(self, job_id: int) -> None:
+        """Delete a final job (completed, failed or cancelled) with its subscribers and
+        dependency edges; an active one is refused (``InvalidTransition``): cancel it
+        first."""
+        self._run(admin.delete_job(job_id))
+
     def complete_by_key(
         self,
         key: str,
@@ -409,6 +442,55 @@ class QueueAPI(ABC):
         )  # fmt: skip
         return [crypto.redacted(job) for job in found]
 
+    def deferred(
+        self,
+        *,
+        queue: str | None = None,
+        task: str | None = None,
+        kind: str | None = None,
+        limit: int = 100,
+    ) -> list[Job]:
+        """Pending jobs not yet due, soonest first (at most ``limit``, up to 500):
+        ``kind`` "scheduled" (never tried), "retrying" (an attempt failed, waiting out its
+        back-off) or None (both)."""
+        return self._run(reading.deferred(queue=queue, task=task, kind=kind, limit=limit))
+
+    def task_timings(
+        self,
+        *,
+        queue: str | None = None,
+        task: str | None = None,
+        hours: int = 24,
+        sample: int = 10_000,
+    ) -> list[TaskTimings]:
+        """Per task, over the ``sample`` (up to 100,000) jobs that finished last within
+        the last ``hours``: runs, failures, and the p50 and p95 run time of the completed
+        ones, computed by the database."""
+        return self._run(reading.task_timings(queue=queue, task=task, hours=hours, sample=sample))
+
+    def search_payload(
+        self,
+        field: str,
+        value: str,
+        *,
+        queue: str | None = None,
+        status: str | None = None,
+        task: str | None = None,
+        before: int | None = None,
+        limit: int = 50,
+        scan: int = 10_000,
+    ) -> PayloadMatches:
+        """Jobs whose payload's top-level ``field`` reads ``value`` (as text), newest
+        first, among the ``scan`` (up to 100,000) newest jobs below id ``before`` that
+        match the other filters: a bounded walk whatever the table holds. Go on with
+        ``before=result.next_before`` until it is None."""
+        return self._run(
+            reading.search_payload(
+                field=field, value=value, queue=queue, status=status, task=task,
+                before=before, limit=limit, scan=scan,
+            )
+        )  # fmt: skip
+
     def dependents(self, job_id: int) -> list[int]:
         """The ids of the jobs that run after this one."""
         return self._run(reading.dependents(job_id))
@@ -445,6 +527,26 @@ class QueueAPI(ABC):
         """Jobs completed and failed per minute over the last ``minutes``."""
         return self._run(reading.throughput(queue=queue, minutes=minutes))
 
+    def throughput_hours(
+        self, *, queue: str | None = None, hours: int = 24
+    ) -> list[ThroughputHour]:
+        """Jobs completed and failed per hour over the last ``hours`` (up to 31 days):
+        from hourly roll-ups and the last day's minutes."""
+        return self._run(reading.throughput_hours(queue=queue, hours=hours))
+
+    def roll_up_throughput(
+        self,
+        *,
+        keep_minutes: Duration = reading.KEEP_MINUTES,
+        keep_hours: Duration = reading.KEEP_HOURS,
+    ) -> int:
+        """Per-minute throughput older than ``keep_minutes`` (a day) is summed into
+        hourly rows, kept for ``keep_hours`` (31 days); workers do it as part of their
+        upkeep. Returns how many hourly rows were written."""
+        return self._run(
+            reading.roll_up_throughput(keep_minutes=keep_minutes, keep_hours=keep_hours)
+        )
+
     def subscribers(self, job_id: int) -> list[str]:
         return self._run(reading.subscribers(job_id))
 
@@ -460,12 +562,16 @@ class QueueAPI(ABC):
         version: str,
         running: int,
         ttl: Duration,
+        busy: Sequence[tuple[int, datetime]] | None = None,
     ) -> None:
-        """Register a worker or refresh its entry; it counts as alive for ``ttl``."""
+        """Register a worker or refresh its entry; it counts as alive for ``ttl``.
+        ``busy``: the jobs its tasks are running now, each ``(job id, started at)`` (a
+        job claimed ahead and still waiting for a slot is not one of them); None keeps
+        what the entry said."""
         self._run(
             registry.worker_seen(
                 name=name, host=host, pid=pid, queues=queues, concurrency=concurrency,
-                version=version, running=running, ttl=ttl,
+                version=version, running=running, ttl=ttl, busy=busy,
             )
         )  # fmt: skip
 

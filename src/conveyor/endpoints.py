@@ -25,7 +25,15 @@ from urllib.parse import quote
 
 from conveyor.codec import from_json, parse_time, to_json
 from conveyor.errors import InvalidArgument
-from conveyor.info import QueueSettings, ScheduleInfo, Throughput, WorkerInfo
+from conveyor.info import (
+    PayloadMatches,
+    QueueSettings,
+    ScheduleInfo,
+    TaskTimings,
+    Throughput,
+    ThroughputHour,
+    WorkerInfo,
+)
 from conveyor.job import Claim, Job, Stats, Status
 from conveyor.options import OPTIONS
 from conveyor.workflow import WorkflowRun, run_from_json, summary_from_json
@@ -201,6 +209,8 @@ def _json_of(*names: str) -> Send:
 
 def _worker_seen(a: Args) -> tuple[Body, Query]:
     body = {k: a[k] for k in ("host", "pid", "queues", "concurrency", "version", "running")}
+    if a.get("busy") is not None:
+        body["busy"] = [{"id": i, "started_at": t.isoformat()} for i, t in a["busy"]]
     return {**body, "ttl_seconds": a["ttl_s"]}, None
 
 
@@ -282,6 +292,18 @@ ENDPOINTS: Mapping[str, Endpoint] = {
     "jobs": E(
         "GET", "/api/jobs", "List jobs", "reader", response="JobList",
         # a client reads whole jobs
+        send=lambda a: (None, {**a, "include": "payload,result"}), read=_jobs,
+    ),
+    "search_payload": E(
+        "GET", "/api/jobs/search", "Jobs whose payload field has a value", "reader",
+        send=lambda a: (None, {**a, "include": "payload,result"}),
+        read=lambda data, status: PayloadMatches(
+            tuple(_jobs(data, status)), data["next_before"]
+        ),
+    ),
+    "deferred": E(
+        "GET", "/api/jobs/deferred", "Jobs not yet due: scheduled or waiting to retry",
+        "reader", response="JobList",
         send=lambda a: (None, {**a, "include": "payload,result"}), read=_jobs,
     ),
     "latest": E(
@@ -439,6 +461,19 @@ ENDPOINTS: Mapping[str, Endpoint] = {
         "POST", "/api/prune", "Delete old final jobs", "admin", "PruneRequest", "RemovedOut",
         send=_body("statuses", older_than_seconds="older_than"), read=_count("removed_count"),
     ),
+    "run_now": E(
+        "POST", f"{JOB}/run-now", "Run a scheduled or retry-waiting job now", "admin",
+        response="JobOut", errors=(404, 409), send=_nothing, read=_job,
+    ),
+    "run_now_all": E(
+        "POST", "/api/jobs/bulk/run-now", "Run now every job not yet due that matches",
+        "admin", "RunNowRequest", "RunNowOut", send=_body("queue", "task", "kind", "limit"),
+        read=_ints("ids"),
+    ),
+    "delete_job": E(
+        "DELETE", JOB, "Delete a final job", "admin", status=204, errors=(404, 409),
+        send=_nothing, read=_none,
+    ),
     "complete_by_key": E(
         "POST", f"{QUEUE}/complete-by-key",
         "Complete the active job with a key: the work was done elsewhere", "admin",
@@ -495,6 +530,22 @@ ENDPOINTS: Mapping[str, Endpoint] = {
         "GET", "/api/throughput", "Jobs completed and failed per minute", "reader",
         send=lambda a: (None, dict(a)),
         read=lambda data, status: [from_json(Throughput, p) for p in data["minutes"]],
+    ),
+    "task_timings": E(
+        "GET", "/api/tasks/timings", "Runs, failures and run-time percentiles per task",
+        "reader", send=lambda a: (None, dict(a)),
+        read=lambda data, status: [from_json(TaskTimings, t) for t in data["tasks"]],
+    ),
+    "throughput_hours": E(
+        "GET", "/api/throughput/hours", "Jobs completed and failed per hour", "reader",
+        send=lambda a: (None, dict(a)),
+        read=lambda data, status: [from_json(ThroughputHour, p) for p in data["hours"]],
+    ),
+    "roll_up_throughput": E(
+        "POST", "/api/throughput/roll-up", "Roll per-minute throughput up into hours",
+        "worker", send=lambda a: (None, {"keep_minutes_seconds": a["keep_minutes"],
+                                         "keep_hours_seconds": a["keep_hours"]}),
+        read=_count("written_count"),
     ),
     "dependents": E(
         "GET", f"{JOB}/dependents", "The jobs that run after this one", "reader",

@@ -9,6 +9,7 @@ from typing import Any
 
 from conveyor import validation as check
 from conveyor.errors import InvalidArgument
+from conveyor.job import Job
 from conveyor.retry import seconds
 
 
@@ -67,6 +68,15 @@ class QueueSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class BusyJob:
+    """A job a worker's task is running: its function was called at ``started_at`` (a
+    job claimed ahead, waiting for a free slot, is not busy yet)."""
+
+    id: int
+    started_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
 class WorkerInfo:
     """A worker as it registered itself; ``last_seen_at`` moves with its heartbeats."""
 
@@ -80,6 +90,7 @@ class WorkerInfo:
     last_seen_at: datetime
     expires_at: datetime
     running: int
+    busy: tuple[BusyJob, ...] = ()  # as of last_seen_at
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,9 +115,42 @@ class ScheduleInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class TaskTimings:
+    """One task over a window of recently finished jobs: how many finished (``runs``),
+    how many of them failed, and the median and 95th percentile of the completed runs'
+    run time (``finished_at - started_at`` of their last attempt, in seconds; None
+    without a completed run)."""
+
+    task: str
+    runs: int
+    failures: int
+    p50_seconds: float | None
+    p95_seconds: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class PayloadMatches:
+    """Jobs whose payload field has the value sought, newest first, and where to go on:
+    ``next_before`` (search again with ``before`` = it), or None once every job was
+    walked."""
+
+    jobs: tuple[Job, ...]
+    next_before: int | None
+
+
+@dataclass(frozen=True, slots=True)
 class Throughput:
     """Jobs that completed and failed in one minute (``minute`` is its start)."""
 
     minute: datetime
+    completed: int
+    failed: int
+
+
+@dataclass(frozen=True, slots=True)
+class ThroughputHour:
+    """Jobs that completed and failed in one hour (``hour`` is its start)."""
+
+    hour: datetime
     completed: int
     failed: int

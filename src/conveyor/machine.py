@@ -182,6 +182,16 @@ TRANSITIONS: tuple[Transition, ...] = (
         "prune", "`prune`", FINAL, None, "`finished_at ≤ now - older_than`",
         "the row and its subscribers are gone",
     ),
+    Transition(
+        "run_now", "`run_now(id)`, `run_now_all`", (PENDING,), PENDING,
+        "", "`run_at` = now when it was later (a scheduled job, or one waiting to retry); "
+        "dependencies still apply", verb="run",
+    ),
+    Transition(
+        "delete", "`delete_job(id)`", FINAL, None, "",
+        "the row, its subscribers and its dependency edges are gone (cancel an active "
+        "job first)",
+    ),
 )  # fmt: skip
 
 BY_NAME: dict[str, Transition] = {t.name: t for t in TRANSITIONS}

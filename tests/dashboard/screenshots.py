@@ -21,7 +21,8 @@ PHONE = {"width": 390, "height": 844}
 
 
 def shots(book: int) -> list[tuple[str, str, dict[str, int], str, str]]:
-    """(file name, page, viewport, colour scheme, what shows the page is ready)."""
+    """(file name, page, viewport, colour scheme, what shows the page is ready; a file
+    name ending in ``-panel.png`` is that element alone)."""
     overview = 'tr[data-queue="mail"]'
     return [
         ("dashboard-overview.png", "", DESKTOP, "light", overview),
@@ -33,7 +34,23 @@ def shots(book: int) -> list[tuple[str, str, dict[str, int], str, str]]:
         ("dashboard-jobs-phone.png", "jobs?status=failed", PHONE, "light", "table.jobs tbody tr"),
         ("dashboard-job.png", f"jobs/{book}", DESKTOP, "light", ".progress-text"),
         ("dashboard-job-dark.png", f"jobs/{book}", DESKTOP, "dark", ".progress-text"),
-        ("dashboard-workers.png", "workers", DESKTOP, "light", "table.workers tbody th"),
+        ("dashboard-workers.png", "workers", DESKTOP, "light", "table.running-now tbody th"),
+        ("dashboard-scheduled.png", "scheduled", DESKTOP, "light", "table.deferred tbody tr"),
+        (
+            "dashboard-week-panel.png",
+            "?range=week",
+            DESKTOP,
+            "light",
+            "section[aria-labelledby=throughput-title]",
+        ),
+        ("dashboard-tasks-panel.png", "", DESKTOP, "light", "section[aria-labelledby=tasks-title]"),
+        (
+            "dashboard-payload.png",
+            "jobs?payload=team%3Dops",
+            DESKTOP,
+            "light",
+            "table.jobs tbody tr",
+        ),
     ]
 
 
@@ -53,7 +70,10 @@ def take(out: Path) -> list[Path]:
                 page.locator(ready).first.wait_for()
                 page.wait_for_timeout(300)  # the chart and ages settle
                 target = out / name
-                page.screenshot(path=str(target))
+                if name.endswith("-panel.png"):
+                    page.locator(ready).first.screenshot(path=str(target))
+                else:
+                    page.screenshot(path=str(target))
                 written.append(target)
                 context.close()
             browser.close()

@@ -39,6 +39,7 @@ def seed(q: conveyor.Queue) -> dict[str, int]:
     _sync(q)
     _fetch(q)
     _subtitles(q)
+    _later(q)
     q.pause("subtitles")
     q.set_limits("fetch", max_running=8, rate="30/1m")
     q.set_limits("books", group_max_running=1)
@@ -113,6 +114,19 @@ def _subtitles(q: conveyor.Queue) -> None:
     _finish(q, "subtitles", 9, "gpu-01:worker-1")
 
 
+def _later(q: conveyor.Queue) -> None:
+    """Jobs scheduled for later: digests at the top of coming hours, and a retry of a
+    rate-limited call waiting out its back-off."""
+    now = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+    for n, team in enumerate(["support", "sales", "ops", "research", "design"]):
+        q.enqueue("mail.weekly_digest", {"team": team}, queue="mail",
+                  run_at=now + timedelta(hours=1 + n), key=f"digest-{team}")  # fmt: skip
+    job = q.enqueue("fics.fetch_metadata", {"url": "https://fics.example.net/s/late-bloomer"},
+                    queue="fetch", key="https://fics.example.net/s/late-bloomer")  # fmt: skip
+    claim = q.claim_job(job.id, worker="bot-01:worker-1")
+    q.fail(job.id, claim.id, "429: too many requests, retry after 600 s", delay=600)
+
+
 def _books(q: conveyor.Queue) -> int:
     book = q.enqueue("books.ocr", {"book": "isbn-978-0-14-044913-6", "pages": 100},
                      queue="books", key="isbn-978-0-14-044913-6", group="isbn-978-0-14-044913-6",
@@ -133,12 +147,16 @@ def _workers(q: conveyor.Queue) -> None:
     version = conveyor.__version__
     for name, host, pid, queues, concurrency, running in [
         ("web-01:worker-1", "web-01", 4121, ["mail", "fetch"], 8, 0),
-        ("build-03:worker-2", "build-03", 771, ["downloads"], 4, 4),
+        ("build-03:worker-2", "build-03", 771, ["downloads"], 2, 2),
         ("ocr-02:worker-3", "ocr-02", 20417, ["books"], 2, 1),
         ("sync-runner-b", "sync-01", 3310, ["sync"], 16, 1),
     ]:
+        # What each worker's tasks run: the first of its running jobs (the rest were
+        # claimed ahead and wait for a slot).
+        held = [j for j in q.jobs(status="running", limit=100) if j.worker == name]
+        busy = [(j.id, j.started_at or q.now()) for j in held[:running]]
         q.worker_seen(name, host=host, pid=pid, queues=queues, concurrency=concurrency,
-                      version=version, running=running, ttl=3600)  # fmt: skip
+                      version=version, running=len(busy), ttl=3600, busy=busy)  # fmt: skip
 
 
 def _schedules(q: conveyor.Queue) -> None:
@@ -193,6 +211,30 @@ def _throughput(q: conveyor.Queue) -> None:
             cur.executemany(insert + "(?, ?, ?, ?)", values)
         else:
             cur.executemany(insert + "(%s, %s, %s, %s)", rows)
+    _history(q)
+
+
+def _history(q: conveyor.Queue) -> None:
+    """A week before that, hour by hour: busy days, quiet nights, one bad afternoon.
+    Written as per-minute rows at each hour's start and rolled up like a worker would."""
+    hour = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+    rows = []
+    for back in range(2, 7 * 24):
+        at = hour - timedelta(hours=back)
+        day = 0.35 + 0.65 * max(0.0, math.sin((at.hour - 6) / 24 * 2 * math.pi))
+        completed = int(2400 * day + (back * 53 % 170))
+        failed = 180 if back in (50, 51) else back * 7 % 11
+        rows.append((at, "downloads", completed, failed))
+        rows.append((at, "mail", completed // 4, 0))
+    insert = "INSERT INTO conveyor_throughput (minute, queue, completed, failed) VALUES "
+    with q.driver.session() as session:
+        cur = getattr(session, "_cur")  # noqa: B009 - a fixture, not a queue operation
+        if q.dialect == "sqlite":
+            values = [(int(m.timestamp()), queue, c, f) for m, queue, c, f in rows]
+            cur.executemany(insert + "(?, ?, ?, ?)", values)
+        else:
+            cur.executemany(insert + "(%s, %s, %s, %s)", rows)
+    q.roll_up_throughput()
 
 
 if __name__ == "__main__":

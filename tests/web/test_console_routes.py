@@ -192,3 +192,51 @@ def test_a_cross_site_form_cannot_post_a_bulk_action(sqlite_url: str) -> None:
         empty = anonymous.post("/api/jobs/bulk/retry")  # no JSON content type, no token
         assert empty.status_code == 415
         assert q.get(job).status == "failed"  # type: ignore[union-attr]
+
+
+# -- jobs not yet due, run now, delete --------------------------------------------------------
+
+
+def test_deferred_run_now_and_delete_over_http(client: TestClient, q: conveyor.Queue) -> None:
+    later = q.enqueue("digest", {"team": "ops"}, run_at=q.now() + timedelta(hours=1))
+    listed = client.get("/api/jobs/deferred", params={"kind": "scheduled"}).json()
+    assert [j["id"] for j in listed["jobs"]] == [later.id] and "payload" not in listed["jobs"][0]
+    with_payload = client.get("/api/jobs/deferred", params={"include": "payload"}).json()
+    assert with_payload["jobs"][0]["payload"] == {"team": "ops"}
+    assert client.get("/api/jobs/deferred", params={"kind": "retrying"}).json()["jobs"] == []
+    assert client.get("/api/jobs/deferred", params={"kind": "soon"}).status_code == 422
+    assert client.get("/api/jobs/deferred", params={"limit": 501}).status_code == 422
+
+    moved = client.post(f"/api/jobs/{later.id}/run-now")
+    assert moved.status_code == 200 and moved.json()["status"] == "pending"
+    assert client.get("/api/jobs/deferred").json()["jobs"] == []
+    assert client.post("/api/jobs/777/run-now").status_code == 404
+
+    more = [q.enqueue("digest", run_at=q.now() + timedelta(hours=2)).id for _ in range(3)]
+    answer = client.post("/api/jobs/bulk/run-now", json={"limit": 2}).json()
+    assert answer == {"changed_count": 2, "ids": more[:2]}
+    assert client.post("/api/jobs/bulk/run-now", json={"kind": "never"}).status_code == 422
+    assert client.post("/api/jobs/bulk/run-now", json={"limit": 1001}).status_code == 422
+
+    assert client.delete(f"/api/jobs/{later.id}").status_code == 409  # pending: cancel first
+    q.cancel(later.id)
+    assert client.delete(f"/api/jobs/{later.id}").status_code == 204
+    assert client.get(f"/api/jobs/{later.id}").status_code == 404
+    assert client.delete(f"/api/jobs/{later.id}").status_code == 404
+
+
+@pytest.mark.parametrize("role", ["worker", "reader"])
+def test_run_now_and_delete_are_for_admins(
+    client: TestClient, q: conveyor.Queue, role: str
+) -> None:
+    later = q.enqueue("digest", run_at=q.now() + timedelta(hours=1)).id
+    done = q.enqueue("t").id
+    fail_for_good(q, done)
+    who = bearer(role)
+    assert client.post(f"/api/jobs/{later}/run-now", headers=who).status_code == 403
+    assert client.post("/api/jobs/bulk/run-now", json={}, headers=who).status_code == 403
+    assert client.delete(f"/api/jobs/{done}", headers=who).status_code == 403
+    assert [j["id"] for j in client.get("/api/jobs/deferred", headers=who).json()["jobs"]] == [
+        later
+    ]
+    assert q.get(done) is not None

@@ -90,3 +90,23 @@ def _cli(*args: str) -> str:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     return done.stdout
+
+
+def test_the_entry_lists_the_jobs_its_tasks_run_and_not_those_claimed_ahead(
+    q: conveyor.Queue, db_url: str, tmp_path: Path, workers: list[WorkerProcess]
+) -> None:
+    jobs = [q.enqueue("shutdown.nap", {"seconds": 60}) for _ in range(5)]
+    proc = start_worker(workers, APP, db_url, tmp_path, *ARGS, "--prefetch", "2")
+
+    def settled() -> bool:
+        found = entry(q, proc.pid)
+        return found is not None and len(found.busy) == 3
+
+    assert wait_for(settled, 30), proc.log()
+    found = entry(q, proc.pid)
+    assert found is not None and found.running == 3
+    claimed = {j.id for j in q.jobs(status="running")}
+    assert claimed == {j.id for j in jobs}  # three running, two claimed ahead
+    busy = {b.id for b in found.busy}
+    assert busy < claimed and len(claimed - busy) == 2
+    assert all(b.started_at <= found.last_seen_at for b in found.busy)

@@ -451,6 +451,37 @@ class PruneJobs(CountOp):
     older_than_s: float
 
 
+@dataclass(frozen=True, slots=True)
+class RunNow(RowsOp):
+    """A pending job due now: ``run_at`` moves back to now when it lay ahead."""
+
+    op: ClassVar[str] = "run_now"
+    id: int
+
+
+@dataclass(frozen=True, slots=True)
+class RunNowJobs(RowsOp):
+    """At most :limit pending jobs not yet due, soonest first, due now; returns their
+    ``id`` and ``queue``. ``retries_only``/``first_only`` (1 or None): only jobs that
+    failed an attempt before / only jobs never tried."""
+
+    op: ClassVar[str] = "run_now_jobs"
+    queue: str | None
+    task: str | None
+    first_only: int | None
+    retries_only: int | None
+    limit: int
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteJob(RowsOp):
+    """A final job's row goes, with its subscribers and dependency edges; returns its
+    ``id`` and ``queue``."""
+
+    op: ClassVar[str] = "delete_job"
+    id: int
+
+
 # -- reading -------------------------------------------------------------------
 
 
@@ -497,6 +528,64 @@ class ListJobsNewest(RowsOp):
     created_after: Any
     created_before: Any
     before: int | None
+    limit: int
+
+
+@dataclass(frozen=True, slots=True)
+class SearchPayload(RowsOp):
+    """Among the :scan newest jobs below id :before (of the queue, status and task given),
+    those whose payload's top-level :field reads :value (as text), newest first. The scan
+    walks the primary key (or the queue/status/task index) backwards, a bounded range:
+    no expression index is needed."""
+
+    op: ClassVar[str] = "search_payload"
+    field: str
+    value: str
+    queue: str | None
+    status: str | None
+    task: str | None
+    before: int
+    scan: int
+    limit: int
+
+
+@dataclass(frozen=True, slots=True)
+class ScanFloor(RowsOp):
+    """The lowest id among the :scan newest jobs below :before (the same filters as
+    ``SearchPayload``): where a search that found too few goes on; ``floor`` is null
+    when no job was scanned."""
+
+    op: ClassVar[str] = "scan_floor"
+    queue: str | None
+    status: str | None
+    task: str | None
+    before: int
+    scan: int
+
+
+@dataclass(frozen=True, slots=True)
+class TaskTimings(RowsOp):
+    """Per task, over the :sample most recently finished jobs (completed or failed)
+    since :since: ``task``, ``runs``, ``failures``, and ``p50``/``p95`` of the completed
+    runs' ``finished_at - started_at`` in seconds (nearest rank). A range of the
+    finished_at index, bounded by :sample."""
+
+    op: ClassVar[str] = "task_timings"
+    since: Any
+    queue: str | None
+    task: str | None
+    sample: int
+
+
+@dataclass(frozen=True, slots=True)
+class ListDeferred(RowsOp):
+    """Pending jobs not yet due (scheduled, or waiting to retry), soonest first."""
+
+    op: ClassVar[str] = "list_deferred"
+    queue: str | None
+    task: str | None
+    first_only: int | None
+    retries_only: int | None
     limit: int
 
 
@@ -581,6 +670,42 @@ class PruneThroughput(RowsOp):
 
     op: ClassVar[str] = "prune_throughput"
     older_than_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class ThroughputHours(RowsOp):
+    """Jobs completed and failed per hour since :since: ``hour``, ``completed``,
+    ``failed``."""
+
+    op: ClassVar[str] = "throughput_hours"
+    since: Any
+    queue: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class RollUpThroughput(CountOp):
+    """Per-minute throughput rows before :before are added to their hour's row (a
+    dialect may delete them in the same statement)."""
+
+    op: ClassVar[str] = "roll_up_throughput"
+    before: Any
+
+
+@dataclass(frozen=True, slots=True)
+class DropRolledMinutes(CountOp):
+    """The per-minute rows before :before, once rolled up, are deleted (in the same
+    transaction as ``RollUpThroughput``)."""
+
+    op: ClassVar[str] = "drop_rolled_minutes"
+    before: Any
+
+
+@dataclass(frozen=True, slots=True)
+class PruneThroughputHours(CountOp):
+    """Hourly throughput rows before :before are deleted."""
+
+    op: ClassVar[str] = "prune_throughput_hours"
+    before: Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -706,6 +831,16 @@ class WorkerSeen(CountOp):
     version: str
     ttl_s: float
     running: int
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerBusy(CountOp):
+    """The jobs a registered worker's tasks run now: :busy is a JSON array of
+    ``{"id", "started_at"}`` (ISO 8601), kept as the worker sent it."""
+
+    op: ClassVar[str] = "worker_busy"
+    name: str
+    busy: str
 
 
 @dataclass(frozen=True, slots=True)

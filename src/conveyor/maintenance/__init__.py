@@ -1,6 +1,7 @@
 """Upkeep that workers run in the background, as small services with ``run_once()``:
 the rescuer (expired leases), the pruner (retention per status), the notification
-dispatcher (subscribers of finished jobs) and the scheduler (periodic jobs). Each pass
+dispatcher (subscribers of finished jobs), the scheduler (periodic jobs) and the
+throughput roll-up (minutes into hours). Each pass
 is one guarded statement or a few, so any number of workers may run them at once."""
 
 from conveyor.maintenance.notifications import Dispatcher
@@ -8,5 +9,16 @@ from conveyor.maintenance.pruner import Pruner, Retention
 from conveyor.maintenance.rescuer import Rescuer
 from conveyor.maintenance.scheduler import Scheduler
 from conveyor.maintenance.service import Maintainer, Service
+from conveyor.maintenance.throughput import ROLL_UP_EVERY, ThroughputRollUp
 
-__all__ = ["Dispatcher", "Maintainer", "Pruner", "Rescuer", "Retention", "Scheduler", "Service"]
+__all__ = [
+    "ROLL_UP_EVERY",
+    "Dispatcher",
+    "Maintainer",
+    "Pruner",
+    "Rescuer",
+    "Retention",
+    "Scheduler",
+    "Service",
+    "ThroughputRollUp",
+]

@@ -1,4 +1,5 @@
-"""An operator's changes to jobs: retry, cancel, complete, cancel or fail by key, prune."""
+"""An operator's changes to jobs: retry, cancel, run now, delete, complete, cancel or fail
+by key, prune."""
 
 from __future__ import annotations
 
@@ -161,6 +162,72 @@ def prune(*, older_than: Any, statuses: Iterable[str]) -> Call[int]:
         return removed
 
     return Call("prune", {"older_than": older_than_s, "statuses": names}, build)
+
+
+def run_now(job: Any) -> Call[Job]:
+    """A pending job due now: a scheduled job, or one waiting to retry, stops waiting
+    (its dependencies, if any, still hold it)."""
+    jid = job_id(job)
+
+    def build(v: Values) -> Plan[Job]:
+        rows = yield db.RunNow(id=jid)
+        if not rows:
+            yield from refuse_status(jid, "run_now")
+        yield Announce(queues=[rows[0]["queue"]])
+        return v.decode_job(rows[0])
+
+    return Call("run_now", {"job_id": jid}, build)
+
+
+MAX_RUN_NOW = 1000
+
+
+def run_now_all(*, queue: Any, task: Any, kind: Any, limit: Any) -> Call[list[int]]:
+    """At most ``limit`` pending jobs not yet due (``kind``: "scheduled", never tried;
+    "retrying", an attempt failed; None, both), soonest first, due now. Returns their
+    ids; fewer than ``limit`` means none is left."""
+    params: dict[str, Any] = {
+        "queue": None if queue is None else check.name(queue, "queue"),
+        "task": None if task is None else check.name(task, "task"),
+        "kind": deferred_kind(kind),
+        "limit": check.integer(limit, "limit", low=1, high=MAX_RUN_NOW),
+    }
+
+    def build(v: Values) -> Plan[list[int]]:
+        rows = yield db.RunNowJobs(
+            queue=params["queue"], task=params["task"], limit=params["limit"],
+            **deferred_filter(params["kind"]),
+        )  # fmt: skip
+        yield Announce(queues=sorted({r["queue"] for r in rows}))
+        return sorted(int(r["id"]) for r in rows)
+
+    return Call("run_now_all", params, build)
+
+
+def deferred_kind(kind: Any) -> str | None:
+    if kind is None or kind in ("scheduled", "retrying"):
+        return kind  # type: ignore[no-any-return]
+    raise InvalidArgument(f"kind: expected scheduled, retrying or none, got {kind!r}")
+
+
+def deferred_filter(kind: str | None) -> dict[str, int | None]:
+    return {
+        "first_only": 1 if kind == "scheduled" else None,
+        "retries_only": 1 if kind == "retrying" else None,
+    }
+
+
+def delete_job(job: Any) -> Call[None]:
+    """A final job (completed, failed, cancelled) is deleted, with its subscribers and
+    its dependency edges. An active job is refused: cancel it first."""
+    jid = job_id(job)
+
+    def build(v: Values) -> Plan[None]:
+        rows = yield db.DeleteJob(id=jid)
+        if not rows:
+            yield from refuse_status(jid, "delete")
+
+    return Call("delete_job", {"job_id": jid}, build)
 
 
 def refuse_status(job: int, transition: str) -> Plan[NoReturn]:

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
 from conveyor import validation as check
+from conveyor.codec import parse_time
 from conveyor.drivers import operations as db
 from conveyor.errors import InvalidArgument
-from conveyor.info import ScheduleInfo, WorkerInfo
+from conveyor.info import BusyJob, ScheduleInfo, WorkerInfo
 from conveyor.job import Job
 from conveyor.ops import Announce, Call, Plan, Row, Values
-from conveyor.ops.defaults import Defaults
+from conveyor.ops.defaults import MAX_JOB_ID, Defaults
 from conveyor.ops.enqueue import NewJob, new_job
 from conveyor.retry import seconds
 
@@ -27,8 +28,10 @@ def worker_seen(
     version: Any,
     running: Any,
     ttl: Any,
+    busy: Any = None,
 ) -> Call[None]:
-    """Register a worker, or refresh its entry: it counts as alive for ``ttl`` more."""
+    """Register a worker, or refresh its entry: it counts as alive for ``ttl`` more.
+    ``busy``: the ``(job id, started at)`` its tasks run now (None: left as it was)."""
     params: dict[str, Any] = {
         "name": check.name(name, "worker"),
         "host": check.name(host, "host"),
@@ -39,11 +42,38 @@ def worker_seen(
         "running": check.integer(running, "running", low=0),
         "ttl_s": seconds(ttl, "ttl", allow_zero=False),
     }
+    running_now = None if busy is None else _busy(busy)
 
     def build(v: Values) -> Plan[None]:
         yield db.WorkerSeen(**{**params, "queues": v.json_param(params["queues"])})
+        if running_now is not None:
+            listed = [{"id": i, "started_at": t.isoformat()} for i, t in running_now]
+            yield db.WorkerBusy(name=params["name"], busy=v.json_param(listed))
+
+    if running_now is not None:
+        return Call("worker_seen", {**params, "busy": running_now}, build)
 
     return Call("worker_seen", params, build)
+
+
+MAX_BUSY = 1000  # jobs a worker lists as running in its entry
+
+
+def _busy(items: Any) -> list[tuple[int, datetime]]:
+    """``[(job id, started at)]``, checked; at most ``MAX_BUSY``."""
+    if isinstance(items, (str, bytes)) or not isinstance(items, Iterable):
+        raise InvalidArgument(f"busy: expected a list of (job id, started at), got {items!r:.80}")
+    out = []
+    for item in items:
+        if not isinstance(item, (tuple, list)) or len(item) != 2:
+            raise InvalidArgument(f"busy: expected (job id, started at), got {item!r:.80}")
+        started = check.timestamp(item[1], "busy started at")
+        if started is None:
+            raise InvalidArgument("busy: a job's start time is missing")
+        out.append((check.integer(item[0], "busy job id", low=1, high=MAX_JOB_ID), started))
+    if len(out) > MAX_BUSY:
+        raise InvalidArgument(f"busy: expected at most {MAX_BUSY} jobs, got {len(out)}")
+    return out
 
 
 def worker_stopped(name: Any) -> Call[None]:
@@ -88,6 +118,10 @@ def _worker(v: Values, row: Row) -> WorkerInfo:
         last_seen_at=_time(v, row["last_seen_at"]),
         expires_at=_time(v, row["expires_at"]),
         running=row["running"],
+        busy=tuple(
+            BusyJob(int(b["id"]), parse_time(b["started_at"]))
+            for b in v.decode_json(row["busy"]) or ()
+        ),
     )
 
 

@@ -459,6 +459,11 @@ class RetriedOut(BaseModel):
     retried_count: int
 
 
+class BusyItem(_Request):
+    id: Annotated[int, Field(ge=1, le=MAX_JOB_ID)]
+    started_at: When
+
+
 class WorkerRequest(_Request):
     host: Name
     pid: Annotated[int, Field(ge=0, le=INT32)]
@@ -467,6 +472,9 @@ class WorkerRequest(_Request):
     version: Name
     running: Annotated[int, Field(ge=0, le=INT32)]
     ttl_seconds: PositiveSeconds
+    busy: Annotated[list[BusyItem], Field(max_length=1000)] | None = Field(
+        None, description="the jobs the worker's tasks run now; absent: left as they were"
+    )
 
 
 class ScheduleRequest(_Request):
@@ -505,6 +513,24 @@ class BulkRetryRequest(Selection):
 
 class BulkCancelRequest(Selection):
     status: Literal["pending", "running"] = "pending"
+
+
+class RunNowRequest(_Request):
+    queue: Name | None = None
+    task: Name | None = None
+    kind: Literal["scheduled", "retrying"] | None = Field(
+        None, description="scheduled: never tried; retrying: an attempt failed; none: both"
+    )
+    limit: Annotated[int, Field(ge=1, le=MAX_BULK)] = Field(
+        MAX_BULK, description="the most jobs this request makes due, soonest first"
+    )
+
+
+class RunNowOut(BaseModel):
+    changed_count: int
+    ids: list[int] = Field(
+        description="the jobs now due, in id order; as many as limit: more may wait"
+    )
 
 
 class SkippedOut(BaseModel):

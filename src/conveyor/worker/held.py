@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from conveyor.job import Job
 from conveyor.task import Context
@@ -22,6 +23,7 @@ class Held:
     ctx: Context
     deadline: float | None = None  # time.monotonic() past which the run is overdue
     started: bool = False  # its task function was called
+    started_at: datetime | None = None  # when (wall clock), for the worker registry
     returned: bool = False  # its function returned, or it will never be called
     reported: bool = False  # an ending was handed to the completer (or given up)
     written: bool = False  # that ending was written, refused, or abandoned
@@ -83,6 +85,17 @@ class HeldJobs:
     def in_hand(self) -> int:
         """Jobs claimed whose function has not returned: running or waiting to start."""
         return self._in_hand
+
+    def running(self) -> list[tuple[int, datetime]]:
+        """``(job id, started at)`` of the held jobs whose function runs now, in start
+        order (a prefetched job waiting for a slot is not one of them)."""
+        with self._cond:
+            found = [
+                (h.job.id, h.started_at)
+                for h in self._held.values()
+                if h.started and not h.returned and h.started_at is not None
+            ]
+        return sorted(found, key=lambda item: item[1])
 
     def empty(self) -> bool:
         with self._cond:

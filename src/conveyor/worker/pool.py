@@ -19,6 +19,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
 
 from conveyor.worker import invoke
 from conveyor.worker.classify import from_exception
@@ -119,6 +120,7 @@ class TaskPool:
         timeout = run.prepared.task.timeout
         if timeout is not None:  # a task's timeout runs from its start, not its claim
             held.deadline = time.monotonic() + timeout
+        held.started_at = datetime.now(UTC)
         held.started = True
         return True
 

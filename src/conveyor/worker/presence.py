@@ -12,9 +12,11 @@ import os
 import socket
 import time
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from importlib import metadata
 
 from conveyor.errors import ConveyorError
+from conveyor.ops.registry import MAX_BUSY
 from conveyor.queue import Queue
 
 log = logging.getLogger("conveyor.worker")
@@ -26,7 +28,9 @@ FORGET_EVERY = 60.0
 
 
 class Presence:
-    """``running``: how many jobs the worker is running now (read on each refresh)."""
+    """``running``: how many jobs the worker is running now, and ``busy``: which, with
+    when each started (both read on each refresh; jobs claimed ahead and waiting for a
+    slot are in neither)."""
 
     name = "presence"
 
@@ -39,6 +43,7 @@ class Presence:
         concurrency: int,
         interval: float,
         running: Callable[[], int],
+        busy: Callable[[], list[tuple[int, datetime]]] | None = None,
     ) -> None:
         self.queue = queue
         self.worker = worker
@@ -48,6 +53,7 @@ class Presence:
         self.ttl = interval * TTL_BEATS
         self.version = _version()
         self._running = running
+        self._busy = busy
         self._forgot_at = float("-inf")
         self._host = socket.gethostname()
 
@@ -63,6 +69,7 @@ class Presence:
             version=self.version,
             running=self._running(),
             ttl=self.ttl,
+            busy=None if self._busy is None else self._busy()[:MAX_BUSY],
         )
         now = time.monotonic()
         if now - self._forgot_at < FORGET_EVERY:

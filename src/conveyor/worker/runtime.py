@@ -33,7 +33,16 @@ from typing import TYPE_CHECKING
 from conveyor import validation as check
 from conveyor.errors import ConfigurationError, ConveyorError, DatabaseError
 from conveyor.job import Claim, Job, Status
-from conveyor.maintenance import Dispatcher, Maintainer, Pruner, Rescuer, Retention, Scheduler
+from conveyor.maintenance import (
+    ROLL_UP_EVERY,
+    Dispatcher,
+    Maintainer,
+    Pruner,
+    Rescuer,
+    Retention,
+    Scheduler,
+    ThroughputRollUp,
+)
 from conveyor.queue import Duration, Queue
 from conveyor.task import Context
 from conveyor.worker import invoke, logs, outcome
@@ -205,6 +214,7 @@ class Worker:
         self._maintainer.add(Rescuer(q, self.queues), t.rescue)
         if self.retention is not None:
             self._maintainer.add(Pruner(q, self.retention), self.prune_interval)
+        self._maintainer.add(ThroughputRollUp(q), ROLL_UP_EVERY)
         if self.app.schedules:  # @app.periodic: every worker helps, none leads
             scheduler = Scheduler(q, self.app.schedules.values())
             self._maintainer.add(scheduler, scheduler.interval)
@@ -218,6 +228,7 @@ class Worker:
             q, worker=self.name or q.worker_name, queues=self.queues,
             concurrency=self.concurrency, interval=t.heartbeat,
             running=lambda: max(0, self._held.in_hand - self._pool.waiting),
+            busy=self._held.running,
         )  # fmt: skip
         self._maintainer.add(self._presence, t.heartbeat)
         for part in (self._wakeup, self._completer, self._heartbeater, self._maintainer):

@@ -81,6 +81,11 @@ def job(request: Request, job_id: JobIdPath) -> HTMLResponse:
     return shell(request)
 
 
+@router.get("/scheduled", response_class=HTMLResponse, include_in_schema=False)
+def scheduled(request: Request) -> HTMLResponse:
+    return shell(request)
+
+
 @router.get("/workers", response_class=HTMLResponse, include_in_schema=False)
 def workers(request: Request) -> HTMLResponse:
     return shell(request)

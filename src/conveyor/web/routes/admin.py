@@ -1,5 +1,5 @@
-"""Operating the queue: retry, cancel, reset claims, prune, complete, cancel or fail by
-key."""
+"""Operating the queue: retry, cancel, run now, delete, reset claims, prune, complete,
+cancel or fail by key."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from conveyor.web.models import (
     CompleteByKeyRequest,
     FailByKeyRequest,
     PruneRequest,
+    RunNowRequest,
 )
 from conveyor.web.router import Router, route
 from conveyor.web.routes.common import (
@@ -99,3 +100,28 @@ def fail_by_key(queue: QueuePath, body: FailByKeyRequest, state: State) -> dict[
     count = state.queue.fail_by_key(body.key, body.error, queue=queue)
     state.metrics.failed_jobs(count, queue)
     return {"failed_count": count}
+
+
+@route(router, "run_now")
+def run_now(job_id: JobIdPath, state: State) -> Response:
+    """A pending job due now: a scheduled job, or one waiting out its retry back-off,
+    stops waiting (dependencies still hold it). 409 when it is not pending."""
+    return job_answer(state.queue.run_now(job_id))
+
+
+@route(router, "run_now_all")
+def run_now_all(body: RunNowRequest, state: State) -> dict[str, Any]:
+    """At most `limit` pending jobs not yet due (of the queue, task and kind given),
+    soonest first, become due now, in one guarded statement. Repeat while the answer
+    has `limit` ids."""
+    ids = state.queue.run_now_all(queue=body.queue, task=body.task, kind=body.kind,
+                                  limit=body.limit)  # fmt: skip
+    return {"changed_count": len(ids), "ids": ids}
+
+
+@route(router, "delete_job")
+def delete_job(job_id: JobIdPath, state: State) -> Response:
+    """A completed, failed or cancelled job is deleted with its subscribers and its
+    dependency edges. 409 for a pending or running job: cancel it first."""
+    state.queue.delete_job(job_id)
+    return Response(status_code=204)

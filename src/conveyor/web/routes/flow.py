@@ -10,11 +10,12 @@ from fastapi import Query
 from conveyor.codec import to_json
 from conveyor.errors import InvalidArgument
 from conveyor.info import Rate
+from conveyor.ops.reading import MAX_SAMPLE, MAX_THROUGHPUT_HOURS, MAX_TIMING_HOURS
 from conveyor.validation import MAX_NAME_LENGTH
 from conveyor.web.limits import Limits
 from conveyor.web.models import LimitsRequest, RateIn
 from conveyor.web.router import Router, route
-from conveyor.web.routes.common import JobIdPath, QueuePath, QueueQuery
+from conveyor.web.routes.common import JobIdPath, QueuePath, QueueQuery, TaskQuery
 from conveyor.web.state import State
 
 router = Router(tags=["flow control"])
@@ -108,6 +109,31 @@ def throughput(
     minutes: Annotated[int, Query(ge=1, le=7 * 24 * 60)] = 60,
 ) -> dict[str, Any]:
     return {"minutes": to_json(state.queue.throughput(queue=queue, minutes=minutes))}
+
+
+@route(router, "task_timings")
+def task_timings(
+    state: State,
+    queue: QueueQuery = None,
+    task: TaskQuery = None,
+    hours: Annotated[int, Query(ge=1, le=MAX_TIMING_HOURS)] = 24,
+    sample: Annotated[int, Query(ge=1, le=MAX_SAMPLE, description="finished jobs read")] = 10_000,
+) -> dict[str, Any]:
+    """Per task, over the `sample` jobs that finished last within the last `hours`:
+    `runs`, `failures`, and `p50_seconds`/`p95_seconds` of the completed runs' run time
+    (finished minus started, nearest rank), computed by the database."""
+    timings = state.queue.task_timings(queue=queue, task=task, hours=hours, sample=sample)
+    return {"tasks": to_json(timings)}
+
+
+@route(router, "throughput_hours")
+def throughput_hours(
+    state: State,
+    queue: QueueQuery = None,
+    hours: Annotated[int, Query(ge=1, le=MAX_THROUGHPUT_HOURS)] = 24,
+) -> dict[str, Any]:
+    """Per hour: the hourly roll-ups, and the last day's per-minute rows summed."""
+    return {"hours": to_json(state.queue.throughput_hours(queue=queue, hours=hours))}
 
 
 @route(router, "dependents")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import Query, Request, Response
 
@@ -11,6 +11,7 @@ from conveyor.aio.queue import AsyncQueue
 from conveyor.errors import InvalidArgument, JobNotFound
 from conveyor.job import Job, Status
 from conveyor.ops.defaults import MAX_JOB_ID
+from conveyor.ops.reading import MAX_DEFERRED, MAX_SCAN
 from conveyor.queue import MAX_LIST, Queue
 from conveyor.web.answers import Budget, answer, job_answer, job_json, parse_include, trimmed
 from conveyor.web.envelope import error_response
@@ -127,6 +128,59 @@ def _next_page(budget: Budget) -> int:
     """As many jobs as would fit in what is left of the budget, at their size so far."""
     average = budget.size / max(1, len(budget.parts))
     return max(1, min(_MAX_PAGE, int(budget.room / max(1.0, average)) + 1))
+
+
+@route(router, "search_payload")
+def search_payload(
+    state: State,
+    field: Annotated[str, Query(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_-]+$")],
+    value: Annotated[str, Query(max_length=1000)],
+    queue: QueueQuery = None,
+    status: Status | None = None,
+    task: TaskQuery = None,
+    before: Annotated[int | None, Query(ge=1, le=MAX_JOB_ID, description="go on below")] = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_LIST)] = 50,
+    scan: Annotated[int, Query(ge=1, le=MAX_SCAN, description="jobs walked at most")] = 10_000,
+    include: IncludeQuery = None,
+) -> Response:
+    """Jobs whose payload's top-level `field` reads `value` (as text), newest first,
+    among the `scan` newest jobs below id `before` matching the other filters: a bounded
+    walk, so a search costs the same at a thousand jobs or a million. `next_before`: go
+    on from there; null once every job was walked."""
+    fields = parse_include(include)
+    found = state.queue.search_payload(
+        field, value, queue=queue, status=status, task=task, before=before, limit=limit,
+        scan=scan,
+    )  # fmt: skip
+    budget = Budget(state.limits.max_response_bytes)
+    more = found.next_before
+    for job in found.jobs:
+        if not budget.add(job_json(job, include=fields)):
+            more = found.jobs[len(budget.parts) - 1].id  # go on below the last one sent
+            break
+    return budget.render(next_before=more)
+
+
+@route(router, "deferred")
+def deferred(
+    state: State,
+    queue: QueueQuery = None,
+    task: TaskQuery = None,
+    kind: Annotated[
+        Literal["scheduled", "retrying"] | None,
+        Query(description="scheduled: never tried; retrying: an attempt failed; none: both"),
+    ] = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_DEFERRED)] = 100,
+    include: IncludeQuery = None,
+) -> Response:
+    """Pending jobs not yet due, soonest first: scheduled for later, or waiting out the
+    back-off after a failed attempt. Read from an index that holds only such jobs."""
+    fields = parse_include(include)
+    budget = Budget(state.limits.max_response_bytes)
+    for job in state.queue.deferred(queue=queue, task=task, kind=kind, limit=limit):
+        if not budget.add(job_json(job, include=fields)):
+            break
+    return budget.render()
 
 
 @route(router, "latest")

@@ -99,6 +99,7 @@ def worker_seen(
     state.queue.worker_seen(
         name, host=body.host, pid=body.pid, queues=body.queues, concurrency=body.concurrency,
         version=body.version, running=body.running, ttl=body.ttl_seconds,
+        busy=None if body.busy is None else [(b.id, b.started_at) for b in body.busy],
     )  # fmt: skip
     if owner is not None:
         state.registrants.record(name, owner)
@@ -217,6 +218,20 @@ def _check_slot(
             f"{-horizon.total_seconds():+g} s to {ahead.total_seconds():+g} s), "
             f"got {slot.isoformat()}"
         )
+
+
+@route(router, "roll_up_throughput")
+def roll_up_throughput(
+    state: State,
+    keep_minutes_seconds: Annotated[float, Query(gt=0, le=TEN_YEARS, allow_inf_nan=False)],
+    keep_hours_seconds: Annotated[float, Query(gt=0, le=TEN_YEARS, allow_inf_nan=False)],
+) -> dict[str, Any]:
+    """Per-minute throughput older than `keep_minutes_seconds` is summed into hourly
+    rows, and hourly rows older than `keep_hours_seconds` deleted."""
+    written = state.queue.roll_up_throughput(
+        keep_minutes=keep_minutes_seconds, keep_hours=keep_hours_seconds
+    )
+    return {"written_count": written}
 
 
 @route(router, "fold_counts")

@@ -78,3 +78,39 @@ WHERE id = :id AND payload = :old::jsonb;
 -- The result sealed again (conveyor reencrypt), if it is still what was read.
 UPDATE {schema}.conveyor_jobs SET result = :new::jsonb
 WHERE id = :id AND result = :old::jsonb;
+
+-- name: run_now
+-- A pending job due now: a scheduled job, or one waiting to retry, stops waiting
+-- (a job already due keeps its run_at). Dependencies still hold it.
+UPDATE {schema}.conveyor_jobs
+SET run_at = LEAST(run_at, now()), updated_at = now()
+WHERE id = :id AND status IN {from_run_now}
+RETURNING *;
+
+-- name: run_now_jobs
+-- At most :limit pending jobs not yet due, soonest first, due now. The picked rows
+-- are a materialized CTE, read once (as a subquery in FROM, a nested loop may rescan it
+-- and, past the rows it already changed, pick more than :limit). They come from the
+-- deferred index (pending jobs whose run_at lies past their creation); rows another
+-- transaction holds are left for the next request.
+WITH picked AS MATERIALIZED (
+    SELECT id FROM {schema}.conveyor_jobs
+    WHERE status = 'pending' AND run_at > created_at AND run_at > now()
+      AND queue = :queue                  -- if :queue
+      AND task = :task                    -- if :task
+      AND attempts = 0                    -- if :first_only
+      AND attempts > 0                    -- if :retries_only
+    ORDER BY run_at, id
+    LIMIT :limit
+    FOR UPDATE SKIP LOCKED)
+UPDATE {schema}.conveyor_jobs AS j
+SET run_at = now(), updated_at = now()
+FROM picked
+WHERE j.id = picked.id AND j.status IN {from_run_now}
+RETURNING j.id, j.queue;
+
+-- name: delete_job
+-- One final job; its subscribers and dependency edges go with it (ON DELETE CASCADE).
+DELETE FROM {schema}.conveyor_jobs
+WHERE id = :id AND status IN {from_delete}
+RETURNING id, queue;

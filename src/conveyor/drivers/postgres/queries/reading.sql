@@ -34,6 +34,20 @@ WHERE true
 ORDER BY id DESC
 LIMIT :limit;
 
+-- name: list_deferred
+-- Pending jobs not yet due: scheduled (never tried) or waiting to retry (an attempt
+-- failed), soonest first. The deferred index holds exactly the pending jobs whose run_at
+-- lies past their creation, so the scan is bounded by how many jobs wait, not by the
+-- table.
+SELECT *, now() AS db_now FROM {schema}.conveyor_jobs
+WHERE status = 'pending' AND run_at > created_at AND run_at > now()
+  AND queue = :queue                      -- if :queue
+  AND task = :task                        -- if :task
+  AND attempts = 0                        -- if :first_only
+  AND attempts > 0                        -- if :retries_only
+ORDER BY run_at, id
+LIMIT :limit;
+
 -- name: dependents
 SELECT job_id FROM {schema}.conveyor_dependencies WHERE depends_on = :id ORDER BY job_id;
 
@@ -87,11 +101,12 @@ charted AS (INSERT INTO {schema}.conveyor_throughput AS t (minute, queue, comple
 SELECT count(*) AS folded FROM gone;
 
 -- name: pending_summary
--- Per queue with pending jobs: the oldest (an index probe each) and how many are not
--- yet due (an index range).
+-- Per queue with pending jobs: since when the oldest job that is due has been due (an
+-- index probe each, stepping over jobs not yet due) and how many are not yet due (an
+-- index range).
 SELECT q.queue,
-       (SELECT j.created_at FROM {schema}.conveyor_jobs AS j
-        WHERE j.status = 'pending' AND j.queue = q.queue
+       (SELECT j.run_at FROM {schema}.conveyor_jobs AS j
+        WHERE j.status = 'pending' AND j.run_at <= now() AND j.queue = q.queue
         ORDER BY j.id LIMIT 1) AS oldest_pending_at,
        (SELECT count(*) FROM {schema}.conveyor_jobs AS j
         WHERE j.queue = q.queue AND j.status = 'pending' AND j.run_at > j.created_at
@@ -129,3 +144,91 @@ WHERE minute < now() - make_interval(secs => :older_than_s);
 
 -- name: db_now
 SELECT now() AS db_now;
+
+-- name: throughput_hours
+-- Jobs completed and failed per hour since :since: the hourly roll-ups, the per-minute
+-- rows of the last day, and the deltas not yet folded, summed by hour.
+SELECT hour, sum(completed) AS completed, sum(failed) AS failed
+FROM (SELECT hour, queue, completed, failed FROM {schema}.conveyor_throughput_hours
+      WHERE hour >= :since::timestamptz
+      UNION ALL
+      SELECT date_trunc('hour', minute), queue, completed, failed
+      FROM {schema}.conveyor_throughput
+      WHERE minute >= :since::timestamptz
+      UNION ALL
+      SELECT date_trunc('hour', at), queue,
+             CASE WHEN status = 'completed' THEN entered ELSE 0 END,
+             CASE WHEN status = 'failed' THEN entered ELSE 0 END
+      FROM {schema}.conveyor_count_deltas
+      WHERE status IN ('completed', 'failed') AND entered > 0
+        AND at >= :since::timestamptz) AS parts
+WHERE (:queue::text IS NULL OR queue = :queue)
+GROUP BY hour
+ORDER BY hour;
+
+-- name: roll_up_throughput
+-- Per-minute rows before :before (a day ago) move into their hour's row: deleted and
+-- added in one statement, so two roll-ups at once never count a minute twice (the
+-- second finds the rows gone).
+WITH gone AS (DELETE FROM {schema}.conveyor_throughput
+              WHERE minute < :before::timestamptz
+              RETURNING minute, queue, completed, failed)
+INSERT INTO {schema}.conveyor_throughput_hours AS h (hour, queue, completed, failed)
+SELECT date_trunc('hour', minute), queue, sum(completed), sum(failed)
+FROM gone
+GROUP BY 1, 2
+ORDER BY 1, 2
+ON CONFLICT (hour, queue) DO UPDATE
+SET completed = h.completed + excluded.completed, failed = h.failed + excluded.failed;
+
+-- name: drop_rolled_minutes
+-- Nothing is left to drop: roll_up_throughput deleted what it added.
+DELETE FROM {schema}.conveyor_throughput WHERE false AND minute < :before::timestamptz;
+
+-- name: prune_throughput_hours
+DELETE FROM {schema}.conveyor_throughput_hours WHERE hour < :before::timestamptz;
+
+-- name: search_payload
+-- Jobs whose payload's top-level :field reads :value, among the :scan newest below id
+-- :before: a bounded walk of the primary key (or of the filters' index) backwards, the
+-- JSON read only for the rows walked. The caller goes on from scan_floor.
+SELECT * FROM (SELECT * FROM {schema}.conveyor_jobs
+               WHERE id < :before
+                 AND queue = :queue               -- if :queue
+                 AND status = :status             -- if :status
+                 AND task = :task                 -- if :task
+               ORDER BY id DESC
+               LIMIT :scan) AS walked
+WHERE payload ->> (:field::text) = :value::text
+ORDER BY id DESC
+LIMIT :limit;
+
+-- name: scan_floor
+SELECT min(id) AS floor, count(*) AS n
+FROM (SELECT id FROM {schema}.conveyor_jobs
+      WHERE id < :before
+        AND queue = :queue                        -- if :queue
+        AND status = :status                      -- if :status
+        AND task = :task                          -- if :task
+      ORDER BY id DESC
+      LIMIT :scan) AS walked;
+
+-- name: task_timings
+-- Per task over the :sample jobs that finished last since :since (the finished_at index,
+-- backwards): runs, failures, and the nearest-rank p50 and p95 (percentile_disc) of the
+-- completed runs' run time.
+SELECT task, count(*) AS runs, count(*) FILTER (WHERE status = 'failed') AS failures,
+       percentile_disc(0.5) WITHIN GROUP (ORDER BY took)
+           FILTER (WHERE status = 'completed' AND took IS NOT NULL) AS p50,
+       percentile_disc(0.95) WITHIN GROUP (ORDER BY took)
+           FILTER (WHERE status = 'completed' AND took IS NOT NULL) AS p95
+FROM (SELECT task, status, extract(epoch FROM finished_at - started_at)::float8 AS took
+      FROM {schema}.conveyor_jobs
+      WHERE finished_at IS NOT NULL AND finished_at >= :since::timestamptz
+        AND status IN ('completed', 'failed')
+        AND queue = :queue                -- if :queue
+        AND task = :task                  -- if :task
+      ORDER BY finished_at DESC
+      LIMIT :sample) AS recent
+GROUP BY task
+ORDER BY task;

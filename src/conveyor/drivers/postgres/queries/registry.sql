@@ -96,3 +96,7 @@ FROM jsonb_to_recordset(:items::jsonb)
              give_up boolean)
 WHERE s.job_id = item.job_id AND s.subscriber = item.subscriber
   AND s.attempts = item.attempts;
+
+-- name: worker_busy
+-- The jobs the worker's tasks run now (a JSON array), as of this refresh.
+UPDATE {schema}.conveyor_workers SET busy = :busy::jsonb WHERE name = :name;

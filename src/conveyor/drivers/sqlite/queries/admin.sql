@@ -77,3 +77,34 @@ WHERE id = :id AND payload = :old;
 -- The result sealed again (conveyor reencrypt), if it is still what was read.
 UPDATE conveyor_jobs SET result = :new
 WHERE id = :id AND result = :old;
+
+-- name: run_now
+-- A pending job due now: a scheduled job, or one waiting to retry, stops waiting
+-- (a job already due keeps its run_at). Dependencies still hold it.
+UPDATE conveyor_jobs
+SET run_at = min(run_at, {now}), updated_at = {now}
+WHERE id = :id AND status IN {from_run_now}
+RETURNING *;
+
+-- name: run_now_jobs
+-- At most :limit pending jobs not yet due, soonest first, due now. The inner select
+-- walks the deferred index (pending jobs whose run_at lies past their creation).
+UPDATE conveyor_jobs
+SET run_at = {now}, updated_at = {now}
+WHERE id IN (
+    SELECT id FROM conveyor_jobs
+    WHERE status = 'pending' AND run_at > created_at AND run_at > {now}
+      AND queue = :queue                  -- if :queue
+      AND task = :task                    -- if :task
+      AND attempts = 0                    -- if :first_only
+      AND attempts > 0                    -- if :retries_only
+    ORDER BY run_at, id
+    LIMIT :limit)
+  AND status IN {from_run_now}
+RETURNING id, queue;
+
+-- name: delete_job
+-- One final job; its subscribers and dependency edges go with it (ON DELETE CASCADE).
+DELETE FROM conveyor_jobs
+WHERE id = :id AND status IN {from_delete}
+RETURNING id, queue;

@@ -33,6 +33,20 @@ WHERE true
 ORDER BY id DESC
 LIMIT :limit;
 
+-- name: list_deferred
+-- Pending jobs not yet due: scheduled (never tried) or waiting to retry (an attempt
+-- failed), soonest first. The deferred index holds exactly the pending jobs whose run_at
+-- lies past their creation, so the scan is bounded by how many jobs wait, not by the
+-- table.
+SELECT *, {now} AS db_now FROM conveyor_jobs
+WHERE status = 'pending' AND run_at > created_at AND run_at > {now}
+  AND queue = :queue                      -- if :queue
+  AND task = :task                        -- if :task
+  AND attempts = 0                        -- if :first_only
+  AND attempts > 0                        -- if :retries_only
+ORDER BY run_at, id
+LIMIT :limit;
+
 -- name: dependents
 SELECT job_id FROM conveyor_dependencies WHERE depends_on = :id ORDER BY job_id;
 
@@ -61,11 +75,12 @@ SELECT 0 AS n;
 SELECT 0 AS folded;
 
 -- name: pending_summary
--- Per queue with pending jobs: the oldest (an index probe each) and how many are not
--- yet due (an index range).
+-- Per queue with pending jobs: since when the oldest job that is due has been due (an
+-- index probe each, stepping over jobs not yet due) and how many are not yet due (an
+-- index range).
 SELECT c.queue,
-       (SELECT j.created_at FROM conveyor_jobs AS j
-        WHERE j.status = 'pending' AND j.queue = c.queue
+       (SELECT j.run_at FROM conveyor_jobs AS j
+        WHERE j.status = 'pending' AND j.run_at <= {now} AND j.queue = c.queue
         ORDER BY j.id LIMIT 1) AS oldest_pending_at,
        (SELECT count(*) FROM conveyor_jobs AS j
         WHERE j.queue = c.queue AND j.status = 'pending' AND j.run_at > j.created_at
@@ -91,3 +106,84 @@ DELETE FROM conveyor_throughput WHERE minute < {now} - :older_than_s;
 
 -- name: db_now
 SELECT {now} AS db_now;
+
+-- name: throughput_hours
+-- Jobs completed and failed per hour since :since: the hourly roll-ups, and the
+-- per-minute rows of the last day summed by hour (at most 1,440 per queue).
+SELECT hour, sum(completed) AS completed, sum(failed) AS failed
+FROM (SELECT hour, queue, completed, failed FROM conveyor_throughput_hours
+      WHERE hour >= :since
+      UNION ALL
+      SELECT CAST(minute / 3600 AS INTEGER) * 3600 AS hour, queue, completed, failed
+      FROM conveyor_throughput
+      WHERE minute >= :since) AS parts
+WHERE (:queue IS NULL OR queue = :queue)
+GROUP BY hour
+ORDER BY hour;
+
+-- name: roll_up_throughput
+-- Per-minute rows before :before (a day ago) are added to their hour's row ...
+INSERT INTO conveyor_throughput_hours (hour, queue, completed, failed)
+SELECT CAST(minute / 3600 AS INTEGER) * 3600, queue, sum(completed), sum(failed)
+FROM conveyor_throughput
+WHERE minute < :before
+GROUP BY 1, 2
+ON CONFLICT (hour, queue) DO UPDATE
+SET completed = completed + excluded.completed, failed = failed + excluded.failed;
+
+-- name: drop_rolled_minutes
+-- ... and deleted, in the same write transaction (SQLite has one writer at a time, so
+-- two roll-ups never count a minute twice).
+DELETE FROM conveyor_throughput WHERE minute < :before;
+
+-- name: prune_throughput_hours
+DELETE FROM conveyor_throughput_hours WHERE hour < :before;
+
+-- name: search_payload
+-- Jobs whose payload's top-level :field reads :value, among the :scan newest below id
+-- :before: a bounded walk of the primary key (or of the filters' index) backwards, the
+-- JSON read only for the rows walked. The caller goes on from scan_floor.
+SELECT * FROM (SELECT * FROM conveyor_jobs
+               WHERE id < :before
+                 AND queue = :queue               -- if :queue
+                 AND status = :status             -- if :status
+                 AND task = :task                 -- if :task
+               ORDER BY id DESC
+               LIMIT :scan) AS walked
+WHERE CAST(json_extract(payload, '$."' || :field || '"') AS TEXT) = :value
+ORDER BY id DESC
+LIMIT :limit;
+
+-- name: scan_floor
+SELECT min(id) AS floor, count(*) AS n
+FROM (SELECT id FROM conveyor_jobs
+      WHERE id < :before
+        AND queue = :queue                        -- if :queue
+        AND status = :status                      -- if :status
+        AND task = :task                          -- if :task
+      ORDER BY id DESC
+      LIMIT :scan) AS walked;
+
+-- name: task_timings
+-- Per task over the :sample jobs that finished last since :since (the finished_at index,
+-- backwards): runs, failures, and the nearest-rank p50 and p95 of the completed runs'
+-- run time, by window functions.
+WITH recent AS (
+    SELECT task, status, finished_at - started_at AS took FROM conveyor_jobs
+    WHERE finished_at IS NOT NULL AND finished_at >= :since
+      AND status IN ('completed', 'failed')
+      AND queue = :queue                  -- if :queue
+      AND task = :task                    -- if :task
+    ORDER BY finished_at DESC
+    LIMIT :sample),
+ranked AS (
+    SELECT task, took,
+           row_number() OVER (PARTITION BY task ORDER BY took) AS r,
+           count(*) OVER (PARTITION BY task) AS n
+    FROM recent WHERE status = 'completed' AND took IS NOT NULL)
+SELECT t.task, t.runs, t.failures,
+       (SELECT min(k.took) FROM ranked AS k WHERE k.task = t.task AND k.r >= 0.50 * k.n) AS p50,
+       (SELECT min(k.took) FROM ranked AS k WHERE k.task = t.task AND k.r >= 0.95 * k.n) AS p95
+FROM (SELECT task, count(*) AS runs, sum(status = 'failed') AS failures
+      FROM recent GROUP BY task) AS t
+ORDER BY t.task;

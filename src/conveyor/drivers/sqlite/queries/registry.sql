@@ -97,3 +97,7 @@ FROM (SELECT value ->> '$.job_id' AS job_id,
 WHERE conveyor_subscribers.job_id = item.job_id
   AND conveyor_subscribers.subscriber = item.subscriber
   AND conveyor_subscribers.attempts = item.attempts;
+
+-- name: worker_busy
+-- The jobs the worker's tasks run now (a JSON array), as of this refresh.
+UPDATE conveyor_workers SET busy = :busy WHERE name = :name;

@@ -102,3 +102,7 @@ export function get(path, params, options = {}) {
 export function post(path, body, options = {}) {
   return request("POST", path, { ...options, body });
 }
+
+export function del(path, options = {}) {
+  return request("DELETE", path, options);
+}

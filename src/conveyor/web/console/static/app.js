@@ -11,12 +11,14 @@ import * as jobs from "./jobs.js";
 import * as job from "./job.js";
 import * as workers from "./workers.js";
 import * as schedules from "./schedules.js";
+import * as scheduled from "./scheduled.js";
 
 const POLL_MS = 2000;
 const ROUTES = [
   [/^$/, overview, "overview"],
   [/^jobs$/, jobs, "jobs"],
   [/^jobs\/([0-9]{1,19})$/, job, "jobs"],
+  [/^scheduled$/, scheduled, "scheduled"],
   [/^workers$/, workers, "workers"],
   [/^schedules$/, schedules, "schedules"],
 ];
@@ -265,7 +267,7 @@ function shortcut(event) {
   const key = event.key;
   if (pendingG) {
     pendingG = false;
-    const to = { o: "", j: "jobs", w: "workers", s: "schedules" }[key];
+    const to = { o: "", j: "jobs", d: "scheduled", w: "workers", s: "schedules" }[key];
     if (to !== undefined) {
       event.preventDefault();
       navigate(page(to));
@@ -286,7 +288,7 @@ function shortcut(event) {
     moveRow(key === "j" ? 1 : -1);
   } else if (key === "?") {
     toast(
-      "Keys: / search · p pause · r refresh · j/k next/previous row · g o, g j, g w, g s go to a section",
+      "Keys: / search · p pause · r refresh · j/k next/previous row · g o, g j, g d, g w, g s go to a section",
     );
   }
 }

@@ -104,6 +104,34 @@ export function progressText(p) {
   return parts.join(", ");
 }
 
+/** How long a job ran: finished_at − started_at for a finished one, the time so far for
+ * a running one; "" when it never started. */
+export function runTime(job) {
+  const start = parse(job.started_at);
+  if (start === null) return "";
+  if (job.status === "running") return span((now() - start) / 1000);
+  const end = parse(job.finished_at);
+  if (end === null || end < start) return "";
+  const seconds = (end - start) / 1000;
+  return seconds < 10 ? `${seconds.toFixed(seconds < 1 ? 3 : 1)} s` : span(seconds);
+}
+
+/** The running jobs that were claimed ahead by their worker and wait for a free slot:
+ * the worker's entry, refreshed after the claim, lists what its tasks run (`busy`), and
+ * the job is not among them. An entry whose list does not add up to its running count
+ * (a worker that does not list its jobs) tells nothing. */
+export function claimedAhead(workers, jobs) {
+  const byName = new Map(workers.map((w) => [w.name, w]));
+  const ahead = new Set();
+  for (const job of jobs) {
+    const w = job.status === "running" ? byName.get(job.worker) : null;
+    if (!w || !Array.isArray(w.busy) || w.busy.length !== w.running) continue;
+    if ((parse(w.last_seen_at) ?? 0) <= (parse(job.claimed_at) ?? Infinity)) continue;
+    if (!w.busy.some((b) => b.id === job.id)) ahead.add(job.id);
+  }
+  return ahead;
+}
+
 /** Whether a running job's lease has run out (its worker is presumed gone). */
 export function pastLease(job) {
   const t = parse(job.lease_expires_at);

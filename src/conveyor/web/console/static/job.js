@@ -2,9 +2,20 @@
 // secret of the worker holding it), its attempts and their errors, its progress, its
 // dependencies and subscribers, and (for admins) retry, cancel and release.
 
-import { ApiError, get, page, post } from "./api.js";
+import { ApiError, del, get, now, page, post } from "./api.js";
 import { fill, h, jsonBlock, s } from "./dom.js";
-import { agoNode, count, item, oneLine, parse, pastLease, progressText, when } from "./format.js";
+import {
+  agoNode,
+  claimedAhead,
+  count,
+  item,
+  oneLine,
+  parse,
+  pastLease,
+  progressText,
+  runTime,
+  when,
+} from "./format.js";
 import { act } from "./dialog.js";
 import { statusBadge } from "./jobs.js";
 
@@ -34,22 +45,24 @@ export function mount(main, ctx, params, id) {
           h(
             "p",
             { class: "empty" },
-            `Job ${id} does not exist: it was never enqueued, or it was pruned.`,
+            `Job ${id} does not exist: it was never enqueued, or it was pruned or deleted.`,
           ),
         );
         return;
       }
       throw error;
     }
-    const [subscribers, dependents] = await Promise.all([
+    const [subscribers, dependents, registered] = await Promise.all([
       get(`api/jobs/${id}/subscribers`),
       get(`api/jobs/${id}/dependents`),
+      job.status === "running" ? get("api/workers") : { workers: [] },
     ]);
-    const snapshot = JSON.stringify([job, subscribers, dependents]);
+    const ahead = claimedAhead(registered.workers, [job]).has(job.id);
+    const snapshot = JSON.stringify([job, subscribers, dependents, ahead]);
     if (snapshot === last) return; // unchanged: leave the page (and any selection) alone
     last = snapshot;
     const open = new Set([...body.querySelectorAll("details[open]")].map((d) => d.dataset.key));
-    fill(heading, `Job ${job.id} `, statusBadge(job));
+    fill(heading, `Job ${job.id} `, statusBadge(job, ahead));
     fill(
       body,
       h(
@@ -63,6 +76,13 @@ export function mount(main, ctx, params, id) {
           : null,
       ),
       ctx.admin ? actions(ctx, job) : null,
+      ahead
+        ? h(
+            "p",
+            { class: "notice", id: "claimed-ahead" },
+            `Worker ${job.worker} claimed this job ahead of a free slot; its task has not started yet.`,
+          )
+        : null,
       progress(job.progress),
       h(
         "div",
@@ -121,7 +141,13 @@ function actions(ctx, job) {
           "data-action": verb,
           "data-focus": verb,
           on: {
-            click: () => act(ctx, { confirm: label, ...question, danger }, () => post(path), done),
+            click: () =>
+              act(
+                ctx,
+                { confirm: label, ...question, danger },
+                typeof path === "function" ? path : () => post(path),
+                done,
+              ),
           },
         },
         label,
@@ -137,6 +163,28 @@ function actions(ctx, job) {
       },
       `api/jobs/${job.id}/retry`,
       () => `Job ${job.id} is pending again`,
+    );
+  }
+  // Not yet due: run_at ahead of now, and of the job's last change (run now sets both to
+  // the database's now, which this browser's clock may trail a little).
+  if (
+    job.status === "pending" &&
+    parse(job.run_at) > now() &&
+    parse(job.run_at) > parse(job.updated_at)
+  ) {
+    add(
+      "run-now",
+      "Run now",
+      {
+        title: `Run job ${job.id} now?`,
+        body: [
+          job.attempts
+            ? "It stops waiting out its retry back-off and is due now; its attempts are kept."
+            : "It is due now instead of at its scheduled time.",
+        ],
+      },
+      `api/jobs/${job.id}/run-now`,
+      () => `Job ${job.id} is due now`,
     );
   }
   if (job.status === "running") {
@@ -166,6 +214,26 @@ function actions(ctx, job) {
       },
       `api/jobs/${job.id}/cancel`,
       () => `Job ${job.id} was cancelled`,
+      true,
+    );
+  }
+  if (["failed", "cancelled", "completed"].includes(job.status)) {
+    add(
+      "delete",
+      "Delete",
+      {
+        title: `Delete job ${job.id}?`,
+        confirm: "Delete job",
+        body: [
+          "The job, its history, its subscribers and its dependency links are deleted for good.",
+        ],
+      },
+      () => del(`api/jobs/${job.id}`),
+      () => {
+        // The job is gone: show the list it was in.
+        ctx.navigate(page("jobs", { queue: job.queue }), { replace: true });
+        return `Job ${job.id} was deleted`;
+      },
       true,
     );
   }
@@ -226,6 +294,9 @@ function facts(job) {
       ["Priority", String(job.priority)],
       job.group ? ["Group", job.group] : null,
       ["Run at", stamp(job.run_at)],
+      runTime(job)
+        ? [job.status === "running" ? "Running for" : "Run time", h("span", { id: "run-time" }, runTime(job))]
+        : null,
       job.error_kind ? ["Last error", `${job.error_kind}: ${oneLine(job.error)}`] : null,
     ]),
   );

@@ -2,15 +2,32 @@
 // oldest first; every filter in the URL. Admins act on the whole filtered selection.
 
 import { get, page, post } from "./api.js";
-import { fill, h } from "./dom.js";
-import { agoNode, count, oneLine, pastLease, progressText, when } from "./format.js";
+import { append, fill, h } from "./dom.js";
+import {
+  agoNode,
+  claimedAhead,
+  count,
+  oneLine,
+  pastLease,
+  progressText,
+  runTime,
+  when,
+} from "./format.js";
 import { confirmAction, toast } from "./dialog.js";
 
 export const title = "Jobs";
 
 const STATUSES = ["pending", "running", "completed", "failed", "cancelled"];
 const SIZES = [20, 50, 100, 200];
-const FILTERS = ["queue", "status", "task", "key", "created_after", "created_before"];
+const FILTERS = ["queue", "status", "task", "key", "payload", "created_after", "created_before"];
+// A payload search walks this many jobs per page at most (newest first).
+const SCAN = 10000;
+
+/** "to=ada@example.org" → {field: "to", value: "ada@example.org"}, else null. */
+function payloadFilter(text) {
+  const match = /^([A-Za-z0-9_-]{1,100})=(.*)$/.exec(text || "");
+  return match ? { field: match[1], value: match[2] } : null;
+}
 const RETRYABLE = ["failed", "cancelled", "completed"];
 const CANCELLABLE = ["pending", "running"];
 
@@ -79,6 +96,15 @@ export function mount(main, ctx, params) {
       autocomplete: "off",
       maxlength: "200",
     }),
+    payload: h("input", {
+      id: "f-payload",
+      name: "payload",
+      value: filters.payload || "",
+      placeholder: "field=value",
+      title: "A top-level payload field and its value, such as to=ada@example.org",
+      autocomplete: "off",
+      maxlength: "1100",
+    }),
     key: h("input", {
       id: "f-key",
       name: "key",
@@ -115,6 +141,7 @@ export function mount(main, ctx, params) {
     field("Status", inputs.status),
     field("Task", inputs.task),
     field("Key", inputs.key),
+    field("Payload", inputs.payload),
     field("Created from", inputs.created_after),
     field("Created before", inputs.created_before),
     field("Order", inputs.order),
@@ -129,7 +156,7 @@ export function mount(main, ctx, params) {
   );
   const apply = () => {
     const chosen = {};
-    for (const name of ["queue", "status", "task", "key"]) {
+    for (const name of ["queue", "status", "task", "key", "payload"]) {
       const value = inputs[name].value.trim();
       if (value) chosen[name] = value;
     }
@@ -167,20 +194,21 @@ export function mount(main, ctx, params) {
         h("th", { scope: "col", class: "opt" }, "Progress"),
         h("th", { scope: "col", class: "opt" }, "Created"),
         h("th", { scope: "col", class: "opt" }, "Updated"),
+        h("th", { scope: "col", class: "n opt", title: "Finished minus started" }, "Run time"),
         h("th", { scope: "col", class: "error-col" }, "Error"),
       ),
     ),
     tbody,
   );
   const pager = h("nav", { class: "pager", "aria-label": "Pages" });
-  main.append(
+  append(main, [
     h("h1", { tabindex: "-1" }, "Jobs"),
     form,
     ctx.admin ? bulkBar(ctx, filters) : null,
     info,
     h("div", { class: "scroll" }, table),
     pager,
-  );
+  ]);
 
   let last = "";
   async function refresh() {
@@ -188,7 +216,27 @@ export function mount(main, ctx, params) {
     let rows;
     let hasNewer;
     let hasOlder;
-    if (state.before) {
+    let searched = null;
+    const sought = payloadFilter(filters.payload);
+    if (filters.payload && !sought) {
+      throw new Error("the payload filter reads field=value, such as to=ada@example.org");
+    }
+    if (sought) {
+      // A bounded walk, newest first: each page goes on below where the last one stopped.
+      const { payload, key, created_after, created_before, ...rest } = base;
+      const got = await get("api/jobs/search", {
+        ...rest,
+        ...sought,
+        limit,
+        scan: SCAN,
+        before: state.after,
+      });
+      rows = got.jobs;
+      searched = got;
+      hasNewer = state.after !== null;
+      hasOlder = got.next_before !== null;
+      state.next = got.next_before;
+    } else if (state.before) {
       // The page before a cursor: read towards it in the other order, then turn round.
       const got = await get("api/jobs", {
         ...base,
@@ -217,24 +265,34 @@ export function mount(main, ctx, params) {
       hasNewer = state.after !== null;
     }
     const stats = await get("api/queues");
-    const snapshot = JSON.stringify([rows, hasNewer, hasOlder, stats]);
+    // Running jobs a worker claimed ahead are told apart by the worker's entry.
+    const workers = rows.some((j) => j.status === "running")
+      ? (await get("api/workers")).workers
+      : [];
+    const ahead = claimedAhead(workers, rows);
+    const snapshot = JSON.stringify([rows, hasNewer, hasOlder, stats, [...ahead], searched]);
     if (snapshot === last) return;
     last = snapshot;
     fill(
       queues,
       Object.keys(stats.queues).map((name) => h("option", { value: name })),
     );
-    fill(info, describe(filters, newest, rows, stats));
+    fill(
+      info,
+      sought
+        ? `${count(rows.length)} job(s) whose payload has ${sought.field} = ${sought.value}, newest first, ${searched.next_before === null ? "all jobs searched" : `searching ${count(SCAN)} jobs a page`}${filters.key || filters.created_after || filters.created_before ? " (key and creation time are not used with a payload search)" : ""}`
+        : describe(filters, newest, rows, stats),
+    );
     fill(
       tbody,
       rows.length
-        ? rows.map(row)
+        ? rows.map((job) => row(job, ahead.has(job.id)))
         : h(
             "tr",
             {},
             h(
               "td",
-              { colspan: 10, class: "empty" },
+              { colspan: 11, class: "empty" },
               state.after ? "No more jobs." : "No job matches these filters.",
             ),
           ),
@@ -243,7 +301,7 @@ export function mount(main, ctx, params) {
     const lastRow = rows[rows.length - 1];
     fill(
       pager,
-      hasNewer && first
+      hasNewer && first && !sought
         ? h(
             "a",
             {
@@ -266,13 +324,13 @@ export function mount(main, ctx, params) {
             newest ? "Newest" : "Oldest",
           )
         : null,
-      hasOlder && lastRow
+      hasOlder && (lastRow || sought)
         ? h(
             "a",
             {
               class: "button",
               rel: "next",
-              href: href(filters, newest, limit, { after: lastRow.id }),
+              href: href(filters, newest, limit, { after: sought ? state.next : lastRow.id }),
               "data-focus": "next",
             },
             newest ? "Older →" : "Later →",
@@ -307,8 +365,18 @@ function describe(filters, newest, rows, stats) {
     : `${range} · ${count(total)} job(s) match · ${order}`;
 }
 
-export function statusBadge(job) {
+export function statusBadge(job, ahead = false) {
   const late = pastLease(job);
+  if (ahead && !late) {
+    return h(
+      "span",
+      {
+        class: ["badge", "status-claimed"],
+        title: "Its worker claimed it ahead and has not started it: it waits for a free slot",
+      },
+      "claimed · waiting",
+    );
+  }
   return h(
     "span",
     {
@@ -330,7 +398,7 @@ function progressCell(p) {
   );
 }
 
-function row(job) {
+function row(job, ahead) {
   const link = page(`jobs/${job.id}`);
   const error = oneLine(job.error);
   return h(
@@ -344,11 +412,12 @@ function row(job) {
     h("td", { class: "opt" }, job.queue),
     h("td", { class: "task" }, h("a", { href: link, tabindex: "-1" }, job.task)),
     h("td", { class: "opt key" }, job.key || ""),
-    h("td", {}, statusBadge(job)),
+    h("td", {}, statusBadge(job, ahead)),
     h("td", { class: "n opt" }, `${job.attempts}/${job.max_attempts}`),
     h("td", { class: "opt" }, progressCell(job.progress)),
     h("td", { class: "opt" }, agoNode(job.created_at)),
     h("td", { class: "opt" }, agoNode(job.updated_at)),
+    h("td", { class: "n opt", "data-col": "run-time" }, ahead ? "" : runTime(job)),
     h("td", { class: "error-col", title: error || null }, error),
   );
 }

@@ -2,15 +2,39 @@
 // (for admins) pausing queues, resetting old claims and pruning.
 
 import { get, now, page, post, workers } from "./api.js";
-import { fill, h } from "./dom.js";
-import { agoNode, count, when } from "./format.js";
+import { append, fill, h } from "./dom.js";
+import { agoNode, count, span, when } from "./format.js";
 import { act } from "./dialog.js";
-import { chart, minutes } from "./chart.js";
+import { chart, hours, minutes, RANGES } from "./chart.js";
 
 export const title = "Overview";
 
 export function mount(main, ctx, params) {
   const chartQueue = params.get("queue") || "";
+  const rangeName = Object.hasOwn(RANGES, params.get("range")) ? params.get("range") : "hour";
+  const range = RANGES[rangeName];
+  const rangePicker = h(
+    "select",
+    {
+      id: "chart-range",
+      "aria-label": "Time shown in the chart",
+      on: {
+        change: () =>
+          ctx.navigate(
+            page("", {
+              queue: chartQueue,
+              range: rangePicker.value === "hour" ? null : rangePicker.value,
+            }),
+            { replace: true },
+          ),
+      },
+    },
+    [
+      ["hour", "Last hour"],
+      ["day", "Last 24 hours"],
+      ["week", "Last 7 days"],
+    ].map(([value, label]) => h("option", { value, selected: value === rangeName }, label)),
+  );
   const cards = h("div", { class: "cards" });
   const chartBox = h("div", { class: "chart-box" });
   const queuePicker = h(
@@ -18,10 +42,20 @@ export function mount(main, ctx, params) {
     {
       id: "chart-queue",
       "aria-label": "Queue shown in the chart",
-      on: { change: () => ctx.navigate(page("", { queue: queuePicker.value }), { replace: true }) },
+      on: {
+        change: () =>
+          ctx.navigate(
+            page("", {
+              queue: queuePicker.value,
+              range: rangeName === "hour" ? null : rangeName,
+            }),
+            { replace: true },
+          ),
+      },
     },
     h("option", { value: "" }, "All queues"),
   );
+  const taskBody = h("tbody");
   const tbody = h("tbody");
   // [title, class]: "n" numbers, "opt" left out on narrow screens.
   const head = [
@@ -52,7 +86,7 @@ export function mount(main, ctx, params) {
     ),
     tbody,
   );
-  main.append(
+  append(main, [
     h("h1", { tabindex: "-1" }, "Overview"),
     cards,
     h(
@@ -62,7 +96,7 @@ export function mount(main, ctx, params) {
         "div",
         { class: "panel-head" },
         h("h2", { id: "throughput-title" }, "Throughput"),
-        queuePicker,
+        h("span", { class: "pickers" }, rangePicker, queuePicker),
       ),
       chartBox,
     ),
@@ -72,8 +106,44 @@ export function mount(main, ctx, params) {
       h("h2", { id: "queues-title" }, "Queues"),
       h("div", { class: "scroll" }, table),
     ),
+    h(
+      "section",
+      { class: "panel", "aria-labelledby": "tasks-title" },
+      h("h2", { id: "tasks-title" }, "Tasks, last 24 hours"),
+      h(
+        "div",
+        { class: "scroll" },
+        h(
+          "table",
+          { class: "grid tasks" },
+          h("caption", { class: "sr" }, "Runs, failures and run times per task"),
+          h(
+            "thead",
+            {},
+            h(
+              "tr",
+              {},
+              [
+                ["Task", ""],
+                ["Runs", "n"],
+                ["Failed", "n"],
+                ["Failure rate", "n opt"],
+                ["p50 run time", "n"],
+                ["p95 run time", "n"],
+              ].map(([name, cls]) => h("th", { scope: "col", class: cls }, name)),
+            ),
+          ),
+          taskBody,
+        ),
+      ),
+      h(
+        "p",
+        { class: "muted small" },
+        "Over the 10,000 jobs that finished last: run time is finished minus started, of completed runs.",
+      ),
+    ),
     ctx.admin ? maintenance(ctx) : null,
-  );
+  ]);
 
   let known = null;
   let last = "";
@@ -82,23 +152,39 @@ export function mount(main, ctx, params) {
   let points = [];
   const drawChart = () => {
     lastWidth = chartBox.clientWidth;
-    fill(chartBox, chart(minutes(points), lastWidth || 720));
+    const series = rangeName === "hour" ? minutes(points) : hours(points, range.span);
+    fill(chartBox, chart(series, lastWidth || 720, range));
   };
   const onResize = () => chartBox.clientWidth !== lastWidth && drawChart();
   window.addEventListener("resize", onResize);
 
+  let lastTasks = "";
   async function refresh() {
-    const [queues, settings, throughput, registered] = await Promise.all([
+    const [queues, settings, throughput, registered, timings] = await Promise.all([
       get("api/queues"),
       get("api/queues/settings"),
-      get("api/throughput", { minutes: 60, queue: chartQueue }),
+      rangeName === "hour"
+        ? get("api/throughput", { minutes: 60, queue: chartQueue })
+        : get("api/throughput/hours", { hours: range.span, queue: chartQueue }),
       workers().then((found) => ({ workers: found })),
+      get("api/tasks/timings", { hours: 24, queue: chartQueue }),
     ]);
+    const taskSnapshot = JSON.stringify(timings);
+    if (taskSnapshot !== lastTasks) {
+      lastTasks = taskSnapshot;
+      fill(
+        taskBody,
+        timings.tasks.length
+          ? timings.tasks.map(taskRow)
+          : h("tr", {}, h("td", { colspan: 6, class: "empty" }, "No job finished in the last 24 hours.")),
+      );
+    }
     const minute = Math.floor(now() / 60000);
-    const drawn = JSON.stringify([throughput.minutes, minute]);
+    const got = throughput.minutes || throughput.hours;
+    const drawn = JSON.stringify([got, minute]);
     if (drawn !== lastChart) {
       lastChart = drawn;
-      points = throughput.minutes;
+      points = got;
       drawChart();
     }
     const snapshot = JSON.stringify([queues, settings, registered]);
@@ -159,7 +245,13 @@ function summary(total, workers) {
       "Pending",
       count(total.pending),
       page("jobs", { status: "pending" }),
-      total.scheduled ? `${count(total.scheduled)} scheduled for later` : "ready to run",
+      total.scheduled ? `${count(total.scheduled)} not yet due` : "ready to run",
+    ),
+    card(
+      "Scheduled",
+      count(total.scheduled),
+      page("scheduled"),
+      "not yet due, or waiting to retry",
     ),
     card(
       "Running",
@@ -179,7 +271,7 @@ function summary(total, workers) {
       "Oldest pending",
       agoNode(total.oldest_pending_at, "age"),
       null,
-      total.oldest_pending_at ? `since ${when(total.oldest_pending_at)}` : "nothing waits",
+      total.oldest_pending_at ? `due since ${when(total.oldest_pending_at)}` : "nothing due waits",
     ),
     card(
       "Workers",
@@ -190,6 +282,33 @@ function summary(total, workers) {
         : "none registered",
     ),
   ];
+}
+
+function seconds(value) {
+  if (value === null || value === undefined) return "–";
+  if (value < 1) return `${Math.round(value * 1000)} ms`;
+  if (value < 10) return `${value.toFixed(1)} s`;
+  return span(value);
+}
+
+function taskRow(t) {
+  const rate = t.runs ? (100 * t.failures) / t.runs : 0;
+  return h(
+    "tr",
+    { "data-task": t.task },
+    h("th", { scope: "row" }, h("a", { href: page("jobs", { task: t.task }) }, t.task)),
+    h("td", { class: "n", "data-col": "runs" }, count(t.runs)),
+    h(
+      "td",
+      { class: ["n", t.failures ? "bad" : ""], "data-col": "failures" },
+      t.failures
+        ? h("a", { href: page("jobs", { task: t.task, status: "failed" }) }, count(t.failures))
+        : "0",
+    ),
+    h("td", { class: "n opt", "data-col": "rate" }, `${rate.toFixed(rate && rate < 10 ? 1 : 0)} %`),
+    h("td", { class: "n", "data-col": "p50" }, seconds(t.p50_seconds)),
+    h("td", { class: "n", "data-col": "p95" }, seconds(t.p95_seconds)),
+  );
 }
 
 function limitsText(settings) {
@@ -244,7 +363,17 @@ function row(ctx, name, stats, settings) {
       limitsText(settings) ? h("span", { class: "limits" }, limitsText(settings)) : null,
     ),
     number("pending"),
-    h("td", { class: "n opt", "data-col": "scheduled" }, count(s.scheduled)),
+    h(
+      "td",
+      { class: "n opt", "data-col": "scheduled" },
+      s.scheduled
+        ? h(
+            "a",
+            { href: page("scheduled", { queue: name }), "data-focus": `${name}/scheduled` },
+            count(s.scheduled),
+          )
+        : "0",
+    ),
     number("running"),
     h(
       "td",
