@@ -329,11 +329,11 @@ def test_reset_claims_older_than(q: conveyor.Queue) -> None:
     q.enqueue_many([{"task": "t"} for _ in range(2)])
     old = q.claim()
     claimed_old = time.monotonic()
-    time.sleep(1.0)
+    time.sleep(2.0)
     young = q.claim()
     # The cut-off falls half-way between the two claims, so a slow round trip (a loaded
-    # machine, a queue reached over HTTP) leaves half a second of margin on either side.
-    halfway = claimed_old + 0.5
+    # machine, a queue reached over HTTP) leaves a second of margin on either side.
+    halfway = claimed_old + 1.0
     assert q.reset_claims(timedelta(seconds=time.monotonic() - halfway)) == 1
     assert q.get(old.jobs[0].id).status == Status.PENDING  # type: ignore[union-attr]
     assert q.get(young.jobs[0].id).status == Status.RUNNING  # type: ignore[union-attr]

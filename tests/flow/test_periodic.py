@@ -208,14 +208,21 @@ def test_a_worker_over_http_schedules_with_the_others(q: conveyor.Queue, app: co
     from conveyor.client import RemoteQueue
     from conveyor.web import create_app
 
+    # The server takes slots only near its database's clock (a slot far ahead would stop
+    # a schedule): this run's moments lie half an hour from now, not in 2030.
+    base = datetime.now(timezone.utc).replace(second=0, microsecond=0) + timedelta(minutes=30)
+
+    def near(seconds: float) -> datetime:
+        return base + timedelta(seconds=seconds)
+
     with TestClient(create_app(q, tokens={}), base_url="http://localhost") as http:
         remote = RemoteQueue(str(http.base_url), http=http)
         over_http = Scheduler(remote, app.schedules.values())
         direct = Scheduler(q, app.schedules.values())
-        assert over_http.run_once(at(0.5)) == 0 and direct.run_once(at(1)) == 0
-        assert over_http.run_once(at(10.2)) == 1 and direct.run_once(at(10.3)) == 0
-        assert direct.run_once(at(20.2)) == 1 and over_http.run_once(at(20.3)) == 0
-        assert ticks(q) == [at(10), at(20)]
+        assert over_http.run_once(near(0.5)) == 0 and direct.run_once(near(1)) == 0
+        assert over_http.run_once(near(10.2)) == 1 and direct.run_once(near(10.3)) == 0
+        assert direct.run_once(near(20.2)) == 1 and over_http.run_once(near(20.3)) == 0
+        assert ticks(q) == [near(10), near(20)]
         assert over_http.run_once() == 0  # now by the server's clock: before those slots
         listed = http.get("/api/schedules").json()["schedules"]
         assert {s["name"] for s in listed} == {"tick", "nightly"}
