@@ -27,6 +27,7 @@ from conveyor.errors import (
     Snooze,
     StaleClaim,
     Terminal,
+    TransactionConflict,
 )
 from conveyor.info import QueueSettings, Rate, ScheduleInfo, Throughput, WorkerInfo
 from conveyor.job import AttemptError, Claim, ErrorKind, Job, Progress, Stats, Status
@@ -82,6 +83,7 @@ __all__ = [
     "Task",
     "Terminal",
     "Throughput",
+    "TransactionConflict",
     "Worker",
     "WorkerInfo",
     "WorkerStats",

@@ -8,6 +8,8 @@
     ├── InvalidArgument      bad input, refused before anything was written (also ValueError)
     ├── ConfigurationError   bad URL, option or environment (also ValueError)
     └── DatabaseError        the database failed or could not be reached
+        └── TransactionConflict  the database broke a deadlock or a lock wait by
+                                 rolling the transaction back; running it again may work
 
 Task code raises three control exceptions, which are not errors of the library:
 ``Retry`` (retry the job, optionally after a delay), ``Terminal`` (fail it for good) and
@@ -100,3 +102,12 @@ class Snooze(Exception):
 
         self.delay = seconds(delay, "Snooze(delay)")
         super().__init__(f"snoozed for {self.delay:g}s")
+
+
+class TransactionConflict(DatabaseError):
+    """The database rolled the transaction back to break a deadlock or a lock wait
+    that ran out (MySQL errors 1213 and 1205). Nothing of it was written, so running the
+    whole transaction again is safe; a queue does so itself for its own transactions."""
+
+    code = "transaction_conflict"
+

@@ -58,6 +58,16 @@ def _insert_a_version_1_job(url: str) -> None:
         with sqlite3.connect(settings.target) as conn:
             conn.execute(f"INSERT INTO conveyor_jobs {columns} VALUES ('q', 't', 0, 0, 1, 0, 0)")
         return
+    if settings.backend == "mysql":
+        from tests.conftest import mysql_connection
+
+        database = settings.target.rsplit("/", 1)[1]
+        with mysql_connection(database) as conn, conn.cursor() as cur:
+            cur.execute(
+                f"INSERT INTO conveyor_jobs {columns}"
+                " VALUES ('q', 't', 0, UTC_TIMESTAMP(6), 1, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))"
+            )
+        return
     import psycopg
 
     schema = settings.backend_options["schema"]
@@ -182,5 +192,7 @@ def test_the_queue_url_names_its_schema(db_url: str, backend_name: str) -> None:
     with conveyor.connect(db_url) as q:
         if backend_name == "postgresql":
             assert q.url.startswith("postgresql://") and "?schema=t_" in q.url
+        elif backend_name == "mysql":
+            assert q.url.startswith("mysql://") and q.url.rsplit("/", 1)[1].startswith("t_")
         else:
             assert q.url.startswith("sqlite:///") and q.url.endswith("conveyor.db")

@@ -1,0 +1,61 @@
+-- An operator's changes to jobs. {now} is the database clock, UTC_TIMESTAMP(6).
+-- A statement that PostgreSQL writes as UPDATE … RETURNING is three here, run by its
+-- handler in handlers.py in one transaction: <name>_lock picks and locks the rows
+-- (SELECT … FOR UPDATE), <name>_update changes exactly those (:locked, their ids), and
+-- a SELECT reads them back.
+
+-- name: reopen_job_lock
+-- An explicit retry: a final job becomes pending again with a fresh set of attempts.
+SELECT id, status, has_dependents FROM conveyor_jobs
+WHERE id = :id AND status IN ('completed', 'failed', 'cancelled')
+FOR UPDATE;
+
+-- name: reopen_job_update
+UPDATE conveyor_jobs
+SET status = 'pending', attempts = 0, run_at = {now}, result = NULL, finished_at = NULL,
+    claim_id = NULL, claimed_at = NULL, worker = NULL, heartbeat_at = NULL,
+    lease_expires_at = NULL, updated_at = {now}
+WHERE id IN :locked;
+
+-- name: reopen_job_within_attempts_lock
+-- A retry that keeps the attempts spent: only a failed or cancelled job that has
+-- attempts left becomes pending again.
+SELECT id, status, has_dependents FROM conveyor_jobs
+WHERE id = :id AND status IN ('failed', 'cancelled') AND attempts < max_attempts
+FOR UPDATE;
+
+-- name: reopen_job_within_attempts_update
+UPDATE conveyor_jobs
+SET status = 'pending', run_at = {now}, result = NULL, finished_at = NULL,
+    claim_id = NULL, claimed_at = NULL, worker = NULL, heartbeat_at = NULL,
+    lease_expires_at = NULL, updated_at = {now}
+WHERE id IN :locked;
+
+-- name: cancel_job_lock
+SELECT id, status, has_dependents FROM conveyor_jobs
+WHERE id = :id AND status IN ('pending', 'running')
+FOR UPDATE;
+
+-- name: cancel_job_update
+UPDATE conveyor_jobs
+SET status = 'cancelled', finished_at = {now}, lease_expires_at = NULL, updated_at = {now}
+WHERE id IN :locked;
+
+-- name: complete_by_key_lock
+-- :statuses: the states a job may be completed from (active ones; failed ones too
+-- when the caller reconciles work done elsewhere).
+SELECT id, status, has_dependents FROM conveyor_jobs
+WHERE queue = :queue AND `key` = :key
+  AND status IN (SELECT s FROM JSON_TABLE(:statuses, '$[*]' COLUMNS (s {text} PATH '$')) AS t)
+FOR UPDATE;
+
+-- name: complete_by_key_update
+UPDATE conveyor_jobs
+SET status = 'completed', result = :result, error = NULL, error_kind = NULL,
+    finished_at = {now}, lease_expires_at = NULL, updated_at = {now}
+WHERE id IN :locked;
+
+-- name: prune_jobs
+DELETE FROM conveyor_jobs
+WHERE status IN (SELECT s FROM JSON_TABLE(:statuses, '$[*]' COLUMNS (s {text} PATH '$')) AS t)
+  AND finished_at <= {now} - INTERVAL :older_than_s SECOND;
