@@ -90,11 +90,13 @@ def require_mysql() -> None:
     pytest.skip(problem)
 
 
-def mysql_connection(database: str | None = None) -> Any:
-    """A PyMySQL connection to the test server (to ``database``, if given)."""
+def mysql_connection(database: str | None = None, *, autocommit: bool = True) -> Any:
+    """A PyMySQL connection to the test server (to ``database``, if given). An
+    application's connection has autocommit off, PyMySQL's default."""
     import pymysql
 
     options = _mysql_server()
+    options["autocommit"] = autocommit
     if database:
         options["database"] = database
     return pymysql.connect(**options)  # type: ignore[arg-type]

@@ -6,12 +6,14 @@ paths, and wakes local waiters once it commits."""
 
 from __future__ import annotations
 
+import random
+import time
 from typing import Any, TypeVar
 
 from conveyor.backends.base import Backend, Session
 from conveyor.config import database_url, open_backend, parse_url
 from conveyor.contract import QueueAPI
-from conveyor.errors import ConveyorError
+from conveyor.errors import ConveyorError, TransactionConflict
 from conveyor.ops import Announce, Call, Count, Once, Plan, Query
 from conveyor.ops.defaults import (
     DEFAULT_LEASE,
@@ -25,6 +27,13 @@ from conveyor.ops.enqueue import Dedupe, OnActive, OnFailed
 from conveyor.retry import BackoffPolicy
 
 T = TypeVar("T")
+# A transaction of the queue's own that the database rolled back to break a deadlock
+# (MySQL) runs again, at most this many more times, after a short jittered pause.
+CONFLICT_RETRIES = 5
+
+
+def conflict_pause(attempt: int) -> float:
+    return random.uniform(0.005, 0.02) * (attempt + 1)
 
 
 class Queue(QueueAPI):
@@ -50,6 +59,19 @@ class Queue(QueueAPI):
         self.defaults = Defaults(**options)
 
     def _run(self, call: Call[T]) -> T:
+        attempt = 0
+        while True:
+            try:
+                return self._run_once(call)
+            except TransactionConflict:
+                # Nothing of the transaction was written. In the caller's transaction
+                # (``conn``) the caller decides; our own runs again.
+                if call.conn is not None or attempt >= CONFLICT_RETRIES:
+                    raise
+                time.sleep(conflict_pause(attempt))
+                attempt += 1
+
+    def _run_once(self, call: Call[T]) -> T:
         work = call.build(self.backend)
         if isinstance(work, Once):
             rows = self.backend.write_once(
@@ -85,7 +107,7 @@ class Queue(QueueAPI):
 
     @property
     def dialect(self) -> str:
-        """``"sqlite"`` or ``"postgresql"``."""
+        """``"sqlite"``, ``"postgresql"`` or ``"mysql"``."""
         return self.backend.dialect
 
     @property

@@ -31,6 +31,7 @@ from conveyor.backends.mysql.dialect import (
     MySQLValues,
     Server,
     migration_statements,
+    bind,
     translated,
     translation,
 )
@@ -88,7 +89,10 @@ class _MySQLSession(Session):
 
     def run_step(self, step: Step) -> Any:
         with translated():
-            self._cur.execute(self._queries[step.name], step.params)
+            statement, params = bind(
+                self._queries[step.name], step.params, self._cur.connection.escape
+            )
+            self._cur.execute(statement, params)
             if isinstance(step, Rows):
                 return list(self._cur.fetchall())
             if isinstance(step, Insert):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -112,6 +112,28 @@ class Server:
 
 def to_pymysql(statement: str) -> str:
     return _PARAM.sub(r"%(\1)s", statement.replace("%", "%%"))
+
+
+def bind(
+    statement: str, params: Mapping[str, Any], escape: Callable[[Any], str]
+) -> tuple[str, Mapping[str, Any]]:
+    """A list parameter (a tuple, of values or of tuples) written into the statement as
+    an SQL list, each value escaped by the connection: ``IN %(locked)s`` with
+    ``locked=(1, 2)`` becomes ``IN (1,2)``. Drivers differ in whether they do it."""
+    lists = [name for name, value in params.items() if isinstance(value, tuple)]
+    if not lists:
+        return statement, params
+
+    def literal(value: Any) -> str:
+        if isinstance(value, tuple):
+            return "(" + ",".join(literal(v) for v in value) + ")"
+        return escape(value)
+
+    rest = dict(params)
+    for name in lists:
+        text = literal(rest.pop(name)).replace("%", "%%")
+        statement = statement.replace(f"%({name})s", text)
+    return statement, rest
 
 
 def is_mariadb(version: str) -> bool:
