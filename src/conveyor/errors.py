@@ -110,4 +110,3 @@ class TransactionConflict(DatabaseError):
     whole transaction again is safe; a queue does so itself for its own transactions."""
 
     code = "transaction_conflict"
-

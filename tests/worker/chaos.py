@@ -295,7 +295,7 @@ def main(default_jobs: int = 5000) -> None:
     from tests.conftest import drop_schema, fresh_url
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--backend", choices=["sqlite", "postgresql"], default="sqlite")
+    parser.add_argument("--backend", choices=["sqlite", "postgresql", "mysql"], default="sqlite")
     parser.add_argument("--jobs", type=int, default=default_jobs)
     parser.add_argument("--workers", type=int, default=4)
     args = parser.parse_args()

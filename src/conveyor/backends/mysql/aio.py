@@ -19,8 +19,8 @@ from conveyor.backends.mysql.backend import RETRIES, WATCH, WATCH_INTERVAL, conf
 from conveyor.backends.mysql.dialect import (
     MySQLValues,
     Server,
-    is_mariadb,
     bind,
+    is_mariadb,
     translated,
 )
 from conveyor.backends.mysql.handlers import HANDLERS, Insert, Rows, Step, drive_async

@@ -17,8 +17,8 @@ import queue
 import random
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager, suppress
 from typing import Any
 
 import pymysql
@@ -30,8 +30,8 @@ from conveyor.backends.mysql.dialect import (
     SESSION_SETUP,
     MySQLValues,
     Server,
-    migration_statements,
     bind,
+    migration_statements,
     translated,
     translation,
 )
@@ -103,7 +103,9 @@ class _MySQLSession(Session):
 class _Pool:
     """Idle connections kept for reuse, at most ``size`` open at once."""
 
-    def __init__(self, open_one: Any, size: int, timeout: float) -> None:
+    def __init__(
+        self, open_one: Callable[[], pymysql.connections.Connection[Any]], size: int, timeout: float
+    ) -> None:
         self._open = open_one
         self._idle: queue.LifoQueue[pymysql.connections.Connection[Any]] = queue.LifoQueue()
         self._slots = threading.BoundedSemaphore(max(1, size))
@@ -134,10 +136,8 @@ class _Pool:
         if broken or self.closed:
             with self._lock:
                 self._all.discard(conn)
-            try:
+            with suppress(pymysql.Error):
                 conn.close()
-            except pymysql.Error:
-                pass
         else:
             self._idle.put(conn)
         self._slots.release()
@@ -147,10 +147,8 @@ class _Pool:
         with self._lock:
             conns, self._all = list(self._all), set()
         for conn in conns:
-            try:
+            with suppress(Exception):
                 conn.close()
-            except Exception:
-                pass
 
 
 class MySQLBackend(MySQLValues, Backend):
@@ -252,13 +250,13 @@ class MySQLBackend(MySQLValues, Backend):
     def _caller_session(self, conn: Any) -> Iterator[Session]:
         if not isinstance(conn, pymysql.connections.Connection):
             raise InvalidArgument(
-                "conn: expected a pymysql Connection for a MySQL queue, "
-                f"got {type(conn).__name__}"
+                f"conn: expected a pymysql Connection for a MySQL queue, got {type(conn).__name__}"
             )
         # Inside the caller's open transaction we work in a savepoint, so a failure of
         # ours leaves the rest of their transaction as it was; the jobs commit or roll
         # back with it. Outside one (autocommit), in a transaction of our own.
-        in_transaction = bool(conn.server_status & SERVER_STATUS.SERVER_STATUS_IN_TRANS)
+        status: int = getattr(conn, "server_status", 0)
+        in_transaction = bool(status & SERVER_STATUS.SERVER_STATUS_IN_TRANS)
         own = conn.get_autocommit() and not in_transaction
         cur = conn.cursor(pymysql.cursors.DictCursor)
         with translated():
@@ -267,10 +265,8 @@ class MySQLBackend(MySQLValues, Backend):
         try:
             yield session
         except BaseException:
-            try:
+            with suppress(pymysql.Error):
                 cur.execute("ROLLBACK" if own else "ROLLBACK TO SAVEPOINT conveyor")
-            except pymysql.Error:
-                pass
             raise
         with translated():
             cur.execute("COMMIT" if own else "RELEASE SAVEPOINT conveyor")
@@ -411,10 +407,8 @@ class MySQLBackend(MySQLValues, Backend):
                     now = tuple(cur.fetchone())
             except (pymysql.Error, DatabaseError) as exc:
                 if conn is not None:
-                    try:
+                    with suppress(Exception):
                         conn.close()
-                    except Exception:
-                        pass
                     conn = None
                 log.warning("cannot watch the database for changes (%s); retrying", exc)
                 self._closing.wait(retry)
@@ -427,10 +421,8 @@ class MySQLBackend(MySQLValues, Backend):
                 seen = now
             self._closing.wait(WATCH_INTERVAL)
         if conn is not None:
-            try:
+            with suppress(Exception):
                 conn.close()
-            except Exception:
-                pass
 
     # -- lifecycle ------------------------------------------------------------------
     def ping(self) -> None:
