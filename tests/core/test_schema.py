@@ -221,3 +221,22 @@ def test_the_queue_url_names_its_schema(db_url: str, backend_name: str) -> None:
             assert q.url.startswith("mysql://") and q.url.rsplit("/", 1)[1].startswith("t_")
         else:
             assert q.url.startswith("sqlite:///") and q.url.endswith("conveyor.db")
+
+
+@pytest.mark.parametrize("connect", ["sync", "async"])
+def test_a_missing_mysql_driver_names_the_extra(
+    connect: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+    import sys
+
+    import conveyor.aio
+
+    monkeypatch.setitem(sys.modules, "pymysql", None)  # as if PyMySQL were not installed
+    for name in [m for m in sys.modules if m.startswith("conveyor.backends.mysql")]:
+        monkeypatch.delitem(sys.modules, name)
+    with pytest.raises(ConfigurationError, match=r"pip install 'conveyor\[mysql\]'"):
+        if connect == "sync":
+            conveyor.connect("mysql://root@127.0.0.1:1/test")
+        else:
+            asyncio.run(conveyor.aio.connect("mysql://root@127.0.0.1:1/test"))
