@@ -166,7 +166,7 @@ class Chaos:
             except conveyor.DatabaseError:
                 # The watcher's reads may recover stale jobs, and so write. Behind a
                 # frozen lock holder they time out: that is SQLite, not the workers.
-                if self.report.backend == "postgresql":
+                if self.report.backend != "sqlite":
                     raise
                 self.report.locked_out += 1
                 done = False

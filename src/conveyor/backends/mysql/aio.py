@@ -23,7 +23,14 @@ from conveyor.backends.mysql.dialect import (
     is_mariadb,
     translated,
 )
-from conveyor.backends.mysql.handlers import HANDLERS, Insert, Rows, Step, drive_async
+from conveyor.backends.mysql.handlers import (
+    HANDLERS,
+    Change,
+    Insert,
+    Rows,
+    Step,
+    drive_async,
+)
 from conveyor.backends.values import Row
 from conveyor.errors import DatabaseError, InvalidArgument, TransactionConflict
 
@@ -57,9 +64,8 @@ class _AsyncMySQLSession(AsyncSession):
         if handler is not None:
             result = await drive_async(handler(self, params or {}), self)
             return result if isinstance(result, int) else len(result)
-        with translated():
-            await self._cur.execute(self._queries[query], params or {})
-            return int(self._cur.rowcount)
+        count: int = await self.run_step(Change(query, params or {}))
+        return count
 
     async def run_step(self, step: Step) -> Any:
         with translated():

@@ -35,7 +35,7 @@ from conveyor.backends.mysql.dialect import (
     translated,
     translation,
 )
-from conveyor.backends.mysql.handlers import HANDLERS, Insert, Rows, Step, drive
+from conveyor.backends.mysql.handlers import HANDLERS, Change, Insert, Rows, Step, drive
 from conveyor.backends.values import Row
 from conveyor.errors import DatabaseError, InvalidArgument, TransactionConflict
 
@@ -83,9 +83,8 @@ class _MySQLSession(Session):
         if handler is not None:
             result = drive(handler(self, params or {}), self)
             return result if isinstance(result, int) else len(result)
-        with translated():
-            self._cur.execute(self._queries[query], params or {})
-            return int(self._cur.rowcount)
+        count: int = self.run_step(Change(query, params or {}))
+        return count
 
     def run_step(self, step: Step) -> Any:
         with translated():
@@ -141,6 +140,17 @@ class _Pool:
         else:
             self._idle.put(conn)
         self._slots.release()
+
+    def drop_idle(self) -> None:
+        while True:
+            try:
+                conn = self._idle.get_nowait()
+            except queue.Empty:
+                return
+            with self._lock:
+                self._all.discard(conn)
+            with suppress(Exception):
+                conn.close()
 
     def close(self) -> None:
         self.closed = True
@@ -199,11 +209,9 @@ class MySQLBackend(MySQLValues, Backend):
             with self._caller_session(conn) as session:
                 yield session
             return
-        pooled = self._pool.get()
+        pooled = self._begin()
         broken = True
         try:
-            with translated():
-                pooled.begin()
             session = _MySQLSession(
                 pooled.cursor(pymysql.cursors.DictCursor),
                 self._queries,
@@ -226,6 +234,25 @@ class MySQLBackend(MySQLValues, Backend):
             self._pool.put(pooled, broken=broken)
         if session.queues_touched or session.jobs_finished:
             self._announce()
+
+    def _begin(self) -> pymysql.connections.Connection[Any]:
+        """A pooled connection with a transaction begun. An idle connection the server
+        dropped (a restart, wait_timeout) is replaced once, before anything ran on it."""
+        for attempt in range(2):
+            pooled = self._pool.get()
+            try:
+                pooled.begin()
+            except (pymysql.err.OperationalError, pymysql.err.InterfaceError) as exc:
+                self._pool.put(pooled, broken=True)
+                self._pool.drop_idle()  # dropped together, as a server restart does
+                if attempt:
+                    raise translation(exc) from None
+                continue
+            except pymysql.Error as exc:
+                self._pool.put(pooled, broken=True)
+                raise translation(exc) from None
+            return pooled
+        raise AssertionError("unreachable")
 
     def write_once(
         self,
