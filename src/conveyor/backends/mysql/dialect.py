@@ -251,3 +251,24 @@ def translated() -> Iterator[None]:
         yield
     except pymysql.Error as exc:
         raise translation(exc) from None
+
+
+@contextmanager
+def scratch_database(url: str, name: str) -> Iterator[str]:
+    """A new, empty database ``name`` on the server of ``url`` (its URL), dropped after."""
+    server = Server.from_url(url)
+    options = server.connect_kwargs(10.0)
+    options.pop("database")
+    with translated():
+        admin = pymysql.connect(**options)
+    try:
+        with translated(), admin.cursor() as cur:
+            cur.execute(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4")
+        try:
+            parts = urlsplit(url)
+            yield parts._replace(path=f"/{name}").geturl()
+        finally:
+            with translated(), admin.cursor() as cur:
+                cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
+    finally:
+        admin.close()
