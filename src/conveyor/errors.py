@@ -8,8 +8,8 @@
     ├── InvalidArgument      bad input, refused before anything was written (also ValueError)
     ├── ConfigurationError   bad URL, option or environment (also ValueError)
     └── DatabaseError        the database failed or could not be reached
-        └── TransactionConflict  the database broke a deadlock or a lock wait by
-                                 rolling the transaction back; running it again may work
+        └── TransactionConflict  a deadlock or a lock wait broken by the database;
+                                 nothing was written, running it again may work
 
 Task code raises three control exceptions, which are not errors of the library:
 ``Retry`` (retry the job, optionally after a delay), ``Terminal`` (fail it for good) and
@@ -105,8 +105,9 @@ class Snooze(Exception):
 
 
 class TransactionConflict(DatabaseError):
-    """The database rolled the transaction back to break a deadlock or a lock wait
-    that ran out (MySQL errors 1213 and 1205). Nothing of it was written, so running the
-    whole transaction again is safe; a queue does so itself for its own transactions."""
+    """The database broke a deadlock by rolling the transaction back (MySQL error 1213),
+    or gave up waiting for a lock (1205, which undoes the statement). Nothing of the
+    operation was written, so running it again is safe: a queue does so itself for its
+    own transactions; inside the caller's transaction (``conn=``) the caller decides."""
 
     code = "transaction_conflict"

@@ -231,8 +231,10 @@ def translation(exc: pymysql.Error) -> ConveyorError:
     """The conveyor error for a driver's error (messages never hold the password)."""
     code = error_code(exc)
     message = exc.args[1] if len(exc.args) > 1 else str(exc)
-    if code in CONFLICTS:
-        return TransactionConflict(f"MySQL rolled the transaction back: {message}")
+    if code == _DEADLOCK:
+        return TransactionConflict(f"MySQL broke a deadlock by rolling back: {message}")
+    if code == _LOCK_WAIT_TIMEOUT:
+        return TransactionConflict(f"MySQL gave up waiting for a lock: {message}")
     if code == _DUPLICATE_KEY:
         if "conveyor_jobs_active_key" in str(message):
             return DuplicateJob("an active job with this key already exists")
