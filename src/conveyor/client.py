@@ -35,6 +35,7 @@ from conveyor.errors import (
     InvalidTransition,
     JobNotFound,
     StaleClaim,
+    TransactionConflict,
 )
 from conveyor.info import QueueSettings, ScheduleInfo, Throughput, WorkerInfo
 from conveyor.job import Claim, Job, Stats, Status
@@ -47,7 +48,14 @@ _WAIT_SLICE = 30.0
 # Each error class names its own code: the server sends it, the client maps it back.
 _ERRORS_BY_CODE: dict[str, type[ConveyorError]] = {
     cls.code: cls
-    for cls in (JobNotFound, StaleClaim, InvalidTransition, DuplicateJob, DatabaseError)
+    for cls in (
+        JobNotFound,
+        StaleClaim,
+        InvalidTransition,
+        DuplicateJob,
+        DatabaseError,
+        TransactionConflict,
+    )
 }
 Request = tuple[str, str, Any, Mapping[str, Any] | None]  # method, path, body, query
 

@@ -24,6 +24,8 @@ def backend_name(request: pytest.FixtureRequest) -> str:
     """The examples keep their own tables beside the queue's, in SQL written for SQLite
     and PostgreSQL (examples/_db.py); they have no MySQL dialect yet."""
     return str(request.param)
+
+
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
 
 
