@@ -1,6 +1,5 @@
-"""Each framework test gets a database of its own: a SQLite file, or a new PostgreSQL or
-MySQL database (an application's tables and its queue live together, in its default
-schema)."""
+"""Each framework test gets a database of its own: a SQLite file, or a new PostgreSQL
+database (an application's tables and its queue live together, in its default schema)."""
 
 from __future__ import annotations
 
@@ -12,15 +11,17 @@ from urllib.parse import urlsplit, urlunsplit
 import psycopg
 import pytest
 
-from tests.conftest import (
-    MYSQL_URL,
-    PG_URL,
-    mysql_connection,
-    require_mysql,
-    require_postgres,
-)
+from tests.conftest import PG_URL, require_postgres
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def backend_name(request: pytest.FixtureRequest) -> str:
+    """The example applications keep their own tables with their own drivers (sqlite3,
+    psycopg; Django's MySQL engine would need mysqlclient, a C extension): they have no
+    MySQL side yet."""
+    return str(request.param)
 
 
 def _server_url(database: str) -> str:
@@ -40,20 +41,9 @@ def database_name() -> str:
 
 @pytest.fixture
 def app_db_url(backend_name: str, tmp_path: Path, database_name: str) -> Iterator[str]:
-    """An empty database for an application: ``sqlite:///…``, ``postgresql://…`` or
-    ``mysql://…``."""
+    """An empty database for an application: ``sqlite:///…`` or ``postgresql://…``."""
     if backend_name == "sqlite":
         yield f"sqlite:///{tmp_path / 'app.db'}"
-        return
-    if backend_name == "mysql":
-        require_mysql()
-        with mysql_connection() as conn, conn.cursor() as cur:
-            cur.execute(f"CREATE DATABASE `{database_name}` CHARACTER SET utf8mb4")
-        try:
-            yield MYSQL_URL.split("?", 1)[0].rsplit("/", 1)[0] + f"/{database_name}"
-        finally:
-            with mysql_connection() as conn, conn.cursor() as cur:
-                cur.execute(f"DROP DATABASE IF EXISTS `{database_name}`")
         return
     require_postgres()
     with psycopg.connect(PG_URL, autocommit=True) as conn:
