@@ -30,7 +30,7 @@ def _label(n: int) -> str:
 
 def _analyze(q: conveyor.Queue) -> None:
     """Fresh planner statistics, as autovacuum/ANALYZE would have after a bulk load."""
-    with q.backend.session() as s:
+    with q.driver.session() as s:
         cur = getattr(s, "_cur")  # noqa: B009 - benchmark fixture, not a queue operation
         cur.execute("ANALYZE conveyor_jobs")
 
@@ -73,7 +73,7 @@ def stats_latency(q: conveyor.Queue, rounds: int) -> Latency:
 
 def retained(q: conveyor.Queue, backend: str, fresh: int, rounds: int) -> Iterator[Figure]:
     """Complete every pending job in one statement, then claim among the survivors."""
-    with q.backend.session() as s:
+    with q.driver.session() as s:
         cur = getattr(s, "_cur")  # noqa: B009
         now = "now()" if backend == "postgresql" else "((julianday('now') - 2440587.5) * 86400.0)"
         cur.execute(
@@ -96,7 +96,7 @@ def _vacuum(q: conveyor.Queue) -> None:
     """VACUUM cannot run in a transaction: use a connection of its own."""
     import psycopg
 
-    backend = q.backend
+    backend = q.driver
     conninfo = getattr(backend, "_conninfo")  # noqa: B009
     with psycopg.connect(conninfo, autocommit=True) as conn:
         conn.execute(f'SET search_path TO "{getattr(backend, "schema")}"')  # noqa: B009

@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
         tempfile.TemporaryDirectory(prefix="conveyor-bench-") as folder,
         conveyor.connect(f"sqlite:///{Path(folder) / 'pages.db'}") as q,
     ):
-        conn = q.backend._conn  # type: ignore[attr-defined]
+        conn = q.driver._conn  # type: ignore[attr-defined]
         pending = 0
         for size in (int(s) for s in args.sizes.split(",")):
             if size > pending:

@@ -91,10 +91,10 @@ def shape(q: conveyor.Queue, rows: int) -> float:
         f" WHERE id % 100 BETWEEN 95 AND 96",
         "UPDATE conveyor_jobs SET key = 'https://fics.example.net/s/' || id WHERE queue = 'fetch'",
     ]
-    with q.backend.session() as session:
+    with q.driver.session() as session:
         cur = getattr(session, "_cur")  # noqa: B009 - a fixture, not a queue operation
         if pg:
-            cur.execute(f'SET LOCAL search_path TO "{getattr(q.backend, "schema")}"')  # noqa: B009
+            cur.execute(f'SET LOCAL search_path TO "{getattr(q.driver, "schema")}"')  # noqa: B009
         for sql in statements:
             cur.execute(sql)
     q.claim("mail", limit=300, worker="bench-worker", lease=3600)
@@ -107,12 +107,12 @@ def shape(q: conveyor.Queue, rows: int) -> float:
 
 def analyze(q: conveyor.Queue) -> None:
     if q.dialect == "sqlite":
-        with q.backend.session() as session:
+        with q.driver.session() as session:
             getattr(session, "_cur").execute("ANALYZE")  # noqa: B009
         return
     import psycopg
 
-    backend = q.backend
+    backend = q.driver
     with psycopg.connect(getattr(backend, "_conninfo"), autocommit=True) as conn:  # noqa: B009
         conn.execute(f'SET search_path TO "{getattr(backend, "schema")}"')  # noqa: B009
         conn.execute("VACUUM ANALYZE")

@@ -35,7 +35,7 @@ def _sqlite(workdir: Path) -> Iterator[tuple[conveyor.Queue, Callable[[str, str]
             # connection would find the file changed before every turn and drop its page
             # cache (and make the queue's connection do the same), which is not a cost of
             # either side.
-            conn: sqlite3.Connection = q.backend._conn  # type: ignore[attr-defined]
+            conn: sqlite3.Connection = q.driver._conn  # type: ignore[attr-defined]
             for statement in _SQLITE_BARE:
                 conn.execute(statement)
             yield q, lambda sql, payload: conn.execute(sql, ("default", payload))

@@ -11,13 +11,14 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import AfterValidator
 from starlette.exceptions import HTTPException
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 import conveyor
 
@@ -42,6 +43,22 @@ _CODES = {
 }
 
 
+# How an application answers a refusal: ``{"error": {"code", "message"}}``, or
+# ``{"detail": "message"}`` where it re-creates a FastAPI service whose clients read that.
+ErrorStyle = Literal["error", "detail"]
+
+
+def _no_nul(value: str | None) -> str | None:
+    if value is not None and "\x00" in value:
+        raise ValueError("the NUL character is not allowed")
+    return value
+
+
+# A text field of the application's own: PostgreSQL cannot store NUL in text, so it is
+# refused as invalid input (422) before anything reaches the database.
+NoNul = AfterValidator(_no_nul)
+
+
 class ApiError(Exception):
     """A refusal with its HTTP status: ``{"error": {"code", "message"}}``."""
 
@@ -52,16 +69,22 @@ class ApiError(Exception):
         self.message = message
 
 
-def error(status: int, code: str, message: str) -> JSONResponse:
+def error(status: int, code: str, message: str, style: ErrorStyle = "error") -> JSONResponse:
+    if style == "detail":
+        return JSONResponse({"detail": message}, status_code=status)
     return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
 
 
-def install_errors(api: FastAPI) -> None:
-    """Every refusal as ``{"error": {"code", "message"}}``; never a traceback."""
+def install_errors(api: FastAPI, style: ErrorStyle = "error") -> None:
+    """Every refusal as ``{"error": {"code", "message"}}`` (or ``{"detail": message}``);
+    never a traceback."""
+
+    def answer(status: int, code: str, message: str) -> JSONResponse:
+        return error(status, code, message, style)
 
     async def api_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, ApiError)
-        return error(exc.status, exc.code, exc.message)
+        return answer(exc.status, exc.code, exc.message)
 
     async def http_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, HTTPException)
@@ -69,36 +92,68 @@ def install_errors(api: FastAPI) -> None:
         message = str(exc.detail)
         if status == 404 and message == "Not Found":
             message = f"no route matches {request.method} {request.url.path}"
-        return error(status, _CODES.get(status, "http_error"), message)
+        return answer(status, _CODES.get(status, "http_error"), message)
 
     async def invalid(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)
         problems = list(exc.errors())
         if any(p.get("type") == "json_invalid" for p in problems):
-            return error(400, "malformed_json", "request body: expected a JSON object")
+            return answer(400, "malformed_json", "request body: expected a JSON object")
         parts = []
         for problem in problems[:5]:
             where = ".".join(str(p) for p in problem.get("loc", ()) if p != "body") or "body"
             parts.append(f"{where}: {problem.get('msg', 'invalid')}")
-        return error(422, "validation_error", "; ".join(parts) or "invalid request")
+        return answer(422, "validation_error", "; ".join(parts) or "invalid request")
 
     async def conveyor_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, conveyor.ConveyorError)
         status = next((s for cls, s in _STATUS_OF.items() if isinstance(exc, cls)), 500)
         if status >= 500:
             log.warning("%s on %s %s: %s", type(exc).__name__, request.method, request.url, exc)
-            return error(503, "unavailable", "the database is unavailable; try again later")
-        return error(status, exc.code, exc.message)
+            return answer(503, "unavailable", "the database is unavailable; try again later")
+        return answer(status, exc.code, exc.message)
 
     async def internal(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
-        return error(500, "internal_error", "the server failed; see its log")
+        return answer(500, "internal_error", "the server failed; see its log")
 
     api.add_exception_handler(ApiError, api_error)
     api.add_exception_handler(HTTPException, http_error)
     api.add_exception_handler(RequestValidationError, invalid)
     api.add_exception_handler(conveyor.ConveyorError, conveyor_error)
     api.add_exception_handler(Exception, internal)
+
+
+class BodyLimit:
+    """Refuse a request body over ``limit`` bytes (413), counted as it arrives: a
+    declared length over it is refused before reading, a chunked body once it passes it."""
+
+    def __init__(self, app: ASGIApp, limit: int, style: ErrorStyle = "error") -> None:
+        self.app = app
+        self.limit = limit
+        self.style = style
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        message = f"request body: expected at most {self.limit} bytes"
+        declared = dict(scope.get("headers", [])).get(b"content-length", b"0")
+        if declared.isdigit() and int(declared) > self.limit:
+            answer = error(413, "payload_too_large", message, self.style)
+            await answer(scope, receive, send)
+            return
+        seen = 0
+
+        async def counted() -> Message:
+            nonlocal seen
+            received = await receive()
+            seen += len(received.get("body", b""))
+            if seen > self.limit:
+                raise HTTPException(413, message)
+            return received
+
+        await self.app(scope, counted, send)
 
 
 class Workers:
@@ -156,7 +211,7 @@ def add_serve_options(parser: argparse.ArgumentParser, name: str, *, workers: in
     )
 
 
-def serve(api: FastAPI, args: argparse.Namespace) -> int:
+def serve(api: ASGIApp, args: argparse.Namespace, style: ErrorStyle = "error") -> int:
     """Serve ``api`` with uvicorn until SIGINT/SIGTERM (its lifespan stops the workers)."""
     import uvicorn
 
@@ -170,7 +225,7 @@ def serve(api: FastAPI, args: argparse.Namespace) -> int:
     if args.workers < 0:
         print("error: --workers: expected 0 or more", flush=True)
         return 2
-    app: ASGIApp = BearerToken(api, args.token) if args.token else api
+    app: ASGIApp = BearerToken(api, args.token, style) if args.token else api
     uvicorn.run(app, host=args.host, port=args.port, log_level="info")
     return 0
 
@@ -187,15 +242,18 @@ def _loopback(host: str) -> bool:
 class BearerToken:
     """Refuse every request without ``Authorization: Bearer <token>``."""
 
-    def __init__(self, app: ASGIApp, token: str) -> None:
+    def __init__(self, app: ASGIApp, token: str, style: ErrorStyle = "error") -> None:
         self.app = app
         self.expected = f"Bearer {token}".encode()
+        self.style = style
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             given = dict(scope.get("headers", [])).get(b"authorization", b"")
             if not hmac.compare_digest(given, self.expected):
-                response = error(401, "unauthorized", "send Authorization: Bearer <token>")
+                response = error(
+                    401, "unauthorized", "send Authorization: Bearer <token>", self.style
+                )
                 await response(scope, receive, send)
                 return
         await self.app(scope, receive, send)

@@ -21,12 +21,11 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import FileResponse, HTMLResponse
 from pydantic import BaseModel, Field
 from starlette.datastructures import UploadFile
-from starlette.exceptions import HTTPException
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp
 
 import conveyor
 from examples._db import AppDatabase
-from examples._web import ApiError, Workers, install_errors
+from examples._web import ApiError, BodyLimit, NoNul, Workers, install_errors
 from examples.book_pipeline.jobs import (
     EXTRACTION_GROUP,
     QUEUE,
@@ -34,8 +33,10 @@ from examples.book_pipeline.jobs import (
     Settings,
     StandIns,
     job_status,
+    pages_left,
     register,
     with_retries,
+    worker_options,
 )
 from examples.book_pipeline.store import Store
 
@@ -51,7 +52,7 @@ CSP = (
     "img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 )
 JobType = Literal["ocr_batch", "extraction", "finalization"]
-BookId = Annotated[str, PathParam(min_length=1, max_length=64)]
+BookId = Annotated[str, PathParam(min_length=1, max_length=64), NoNul]
 
 
 class Pipeline:
@@ -65,8 +66,9 @@ class Pipeline:
         self.stand_ins = StandIns(self.settings)
         self.app = conveyor.App(self.q)
         register(self.app, self.store, self.stand_ins, self.settings)
-        # At most one extraction running at a time, whatever the number of workers.
-        self.q.set_limits(QUEUE, group_max_running=1)
+        # One job running at a time across every worker, as the design recommends: OCR,
+        # extraction and finalization of different books wait for each other.
+        self.q.set_limits(QUEUE, max_running=1)
 
     def close(self) -> None:
         self.db.close()
@@ -99,7 +101,27 @@ class Pipeline:
     def latest(self, book_id: str, kind: str | None = None) -> conveyor.Job | None:
         """The book's newest job (of ``kind``). Reading it is the stale check: a running
         job whose heartbeat stopped has its lease expired, and is failed as it is read."""
+        self.check_running(book_id)
         return self.q.latest(book_id, queue=QUEUE, task=None if kind is None else TASKS[kind])
+
+    def check_running(self, book_id: str) -> None:
+        """The book's running job, if any: its heartbeat recorded (recovering an expired
+        lease clears the job's own), then read again — which fails it if its lease
+        expired. With no job running, pages an interrupted OCR left ``processing`` go
+        back to ``pending``."""
+        running = self.q.jobs(queue=QUEUE, key=book_id, status="running", limit=1)
+        for job in running:
+            if job.heartbeat_at is not None:
+                self.store.beat(job.id, job.heartbeat_at.isoformat(timespec="microseconds"))
+            now = self.q.get(job.id)
+            if now is not None and not now.is_final:
+                return
+        self.store.settle_interrupted_ocr(book_id)
+
+    def status(self, job: conveyor.Job) -> dict[str, Any]:
+        """The job as ``JobStatusResponse``, with its last heartbeat even once cleared."""
+        beat = self.store.last_beat(job.id) if job.heartbeat_at is None else None
+        return job_status(job, beat)
 
     # -- pages --------------------------------------------------------------------------
     def upload(self, book_id: str, files: list[tuple[str, bytes]]) -> dict[str, Any]:
@@ -166,6 +188,33 @@ class Pipeline:
             return out | {"ocr_text": text}
         return out | {"ocr_error": error, "error_type": kind}
 
+    def resume_ocr(self, book_id: str) -> dict[str, Any]:
+        """A new OCR job for the pages the book's last OCR job did not finish, after its
+        checkpoint (an interrupted run: its in-flight page is read again)."""
+        self.book_or_404(book_id)
+        last = self.latest(book_id, "ocr_batch")
+        if last is None:
+            raise ApiError(400, "No OCR job to resume for this book")
+        left = pages_left(last) if last.status != conveyor.Status.COMPLETED else []
+        if not left:
+            return {"job_id": None, "status": "already_complete",
+                    "message": "All pages already processed"}  # fmt: skip
+        checkpoint = last.progress.checkpoint
+        after = checkpoint if isinstance(checkpoint, int) else last.payload.get("resumed_after")
+        try:
+            job = self.start(
+                "ocr_batch", book_id, pages=left, total_items=len(left), resumed_after=after
+            )
+        except conveyor.DuplicateJob as exc:
+            raise self.busy(book_id, exc) from None
+        return {
+            "job_id": str(job.id),
+            "status": "started",
+            "start_page": left[0],
+            "total_pages": len(left),
+            "message": f"OCR resumed from page {left[0]} ({len(left)} pages)",
+        }
+
     def _refuse_during_ocr(self, book_id: str, doing: str) -> None:
         active = self.latest(book_id, "ocr_batch")
         if active is not None and active.status in ("pending", "running"):
@@ -222,7 +271,7 @@ class Pipeline:
 
 # -- the HTTP layer -----------------------------------------------------------------------
 class NewBook(BaseModel):
-    title: str = Field(min_length=1, max_length=500)
+    title: Annotated[str, Field(min_length=1, max_length=500), NoNul]
 
 
 class GenerateGuidelinesRequest(BaseModel):
@@ -230,42 +279,6 @@ class GenerateGuidelinesRequest(BaseModel):
     end_page: int | None = Field(None, ge=1, le=MAX_PAGES_PER_BOOK)
     auto_sync_to_db: bool = False
     resume: bool = False
-
-
-class BodyLimit:
-    """Refuse a request body over ``limit`` bytes (413), counted as it arrives."""
-
-    def __init__(self, app: ASGIApp, limit: int) -> None:
-        self.app = app
-        self.limit = limit
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        declared = dict(scope.get("headers", [])).get(b"content-length", b"0")
-        if declared.isdigit() and int(declared) > self.limit:
-            await _too_large(scope, receive, send, self.limit)
-            return
-        seen = 0
-
-        async def counted() -> Message:
-            nonlocal seen
-            message = await receive()
-            seen += len(message.get("body", b""))
-            if seen > self.limit:
-                raise HTTPException(413, f"request body: expected at most {self.limit} bytes")
-            return message
-
-        await self.app(scope, counted, send)
-
-
-async def _too_large(scope: Scope, receive: Receive, send: Send, limit: int) -> None:
-    from examples._web import error
-
-    await error(413, "payload_too_large", f"request body: expected at most {limit} bytes")(
-        scope, receive, send
-    )
 
 
 async def _images(request: Request, field: str, most: int) -> list[tuple[str, bytes]]:
@@ -279,6 +292,8 @@ async def _images(request: Request, field: str, most: int) -> list[tuple[str, by
     files = []
     for upload in sorted(uploads, key=lambda u: u.filename or ""):
         name = os.path.basename(upload.filename or "")[:255]
+        if "\x00" in name:
+            raise ApiError(400, "file name: the NUL character is not allowed")
         if Path(name).suffix.lower() not in IMAGE_TYPES:
             raise ApiError(
                 400, f"{name or 'a file'}: expected an image ({', '.join(sorted(IMAGE_TYPES))})"
@@ -291,7 +306,7 @@ async def _images(request: Request, field: str, most: int) -> list[tuple[str, by
 
 
 def create_api(pipeline: Pipeline, *, workers: int = 2) -> ASGIApp:
-    runner = Workers(pipeline.app, concurrency=workers, lease=pipeline.settings.stale_after)
+    runner = Workers(pipeline.app, concurrency=workers, **worker_options(pipeline.settings))
 
     @asynccontextmanager
     async def lifespan(api: FastAPI) -> AsyncIterator[None]:
@@ -300,7 +315,7 @@ def create_api(pipeline: Pipeline, *, workers: int = 2) -> ASGIApp:
         runner.stop()
 
     api = FastAPI(title="book pipeline", lifespan=lifespan)
-    install_errors(api)
+    install_errors(api, "detail")  # the original API's errors: {"detail": "..."}
     page_html = (STATIC / "book.html").read_text()
 
     @api.post("/admin/books", status_code=201)
@@ -320,6 +335,7 @@ def create_api(pipeline: Pipeline, *, workers: int = 2) -> ASGIApp:
     @api.get("/admin/books/{book_id}/pages")
     def pages(book_id: BookId) -> dict[str, Any]:
         pipeline.book_or_404(book_id)
+        pipeline.check_running(book_id)
         return {"book_id": book_id, "pages": pipeline.store.pages(book_id)}
 
     @api.post("/admin/books/{book_id}/pages/bulk")
@@ -342,6 +358,10 @@ def create_api(pipeline: Pipeline, *, workers: int = 2) -> ASGIApp:
     ) -> dict[str, Any]:
         return pipeline.retry_ocr(book_id, page_num)
 
+    @api.post("/admin/books/{book_id}/pages/resume-ocr")
+    def resume_ocr(book_id: BookId) -> dict[str, Any]:
+        return pipeline.resume_ocr(book_id)
+
     @api.post("/admin/books/{book_id}/generate-guidelines")
     def generate(book_id: BookId, body: GenerateGuidelinesRequest) -> dict[str, Any]:
         return pipeline.generate(book_id, body.start_page, body.end_page, body.resume)
@@ -353,7 +373,7 @@ def create_api(pipeline: Pipeline, *, workers: int = 2) -> ASGIApp:
     @api.get("/admin/books/{book_id}/jobs/latest")
     def latest_job(book_id: BookId, job_type: JobType | None = None) -> dict[str, Any] | None:
         job = pipeline.latest(book_id, job_type)
-        return None if job is None else job_status(job)
+        return None if job is None else pipeline.status(job)
 
     @api.get("/admin/books/{book_id}/jobs/{job_id}")
     def get_job(
@@ -362,7 +382,7 @@ def create_api(pipeline: Pipeline, *, workers: int = 2) -> ASGIApp:
         job = pipeline.q.get(int(job_id)) if job_id.isdigit() and int(job_id) < 2**63 else None
         if job is None or job.queue != QUEUE or job.payload.get("book_id") != book_id:
             raise ApiError(404, "Job not found")
-        return job_status(job)
+        return pipeline.status(job)
 
     @api.get("/static/{name}", include_in_schema=False)
     def static(name: str) -> FileResponse:
@@ -374,4 +394,4 @@ def create_api(pipeline: Pipeline, *, workers: int = 2) -> ASGIApp:
     def healthz() -> Response:
         return Response("ok", media_type="text/plain")
 
-    return BodyLimit(api, MAX_REQUEST_BYTES)
+    return BodyLimit(api, MAX_REQUEST_BYTES, "detail")

@@ -29,6 +29,9 @@ CREATE TABLE IF NOT EXISTS guidelines (
 CREATE TABLE IF NOT EXISTS subtopics (
     book_id TEXT NOT NULL, topic TEXT NOT NULL, final_name TEXT,
     PRIMARY KEY (book_id, topic)
+);
+CREATE TABLE IF NOT EXISTS job_heartbeats (
+    job_id TEXT PRIMARY KEY, heartbeat_at TEXT NOT NULL
 )""",
 }
 TABLES["postgresql"] = TABLES["sqlite"].replace("BLOB", "BYTEA")
@@ -138,6 +141,44 @@ class Store:
                 {"status": status, "text": text, "error": error, "kind": error_type,
                  "book": book_id, "num": page_num},
             )  # fmt: skip
+
+    def settle_interrupted_ocr(self, book_id: str) -> int:
+        """Pages an OCR run left ``processing`` when it stopped (its job is over) go back
+        to ``pending``: resuming OCRs them. Returns how many. (Read first: a poll that
+        finds none writes nothing.)"""
+        with self.db.transaction(write=False) as tx:
+            left = tx.one(
+                "SELECT page_num FROM pages WHERE book_id = :book AND ocr_status = 'processing'"
+                " LIMIT 1",
+                {"book": book_id},
+            )
+        if left is None:
+            return 0
+        with self.db.transaction() as tx:
+            return tx.execute(
+                "UPDATE pages SET ocr_status = 'pending'"
+                " WHERE book_id = :book AND ocr_status = 'processing'",
+                {"book": book_id},
+            )
+
+    # -- the jobs' last heartbeats -------------------------------------------------------
+    def beat(self, job_id: int, at: str) -> None:
+        """Record a job's latest heartbeat (kept after its lease is recovered, when
+        conveyor clears the job's own ``heartbeat_at``). Never moves backwards."""
+        with self.db.transaction() as tx:
+            tx.execute(
+                "INSERT INTO job_heartbeats (job_id, heartbeat_at) VALUES (:job, :at)"
+                " ON CONFLICT (job_id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at"
+                " WHERE job_heartbeats.heartbeat_at < excluded.heartbeat_at",
+                {"job": str(job_id), "at": at},
+            )
+
+    def last_beat(self, job_id: int) -> str | None:
+        with self.db.transaction(write=False) as tx:
+            row = tx.one(
+                "SELECT heartbeat_at FROM job_heartbeats WHERE job_id = :job", {"job": str(job_id)}
+            )
+        return None if row is None else str(row["heartbeat_at"])
 
     # -- guidelines and subtopics --------------------------------------------------------
     def write_guideline(self, book_id: str, page_num: int, topic: str) -> bool:

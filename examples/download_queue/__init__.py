@@ -4,8 +4,16 @@ from examples.download_queue.queue import (
     DownloadJob,
     DownloadQueue,
     IDownloadQueue,
+    JobAlreadyProcessed,
     JobStatus,
     QueueStats,
 )
 
-__all__ = ["DownloadJob", "DownloadQueue", "IDownloadQueue", "JobStatus", "QueueStats"]
+__all__ = [
+    "DownloadJob",
+    "DownloadQueue",
+    "IDownloadQueue",
+    "JobAlreadyProcessed",
+    "JobStatus",
+    "QueueStats",
+]

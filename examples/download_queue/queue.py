@@ -11,13 +11,17 @@ It is conveyor underneath, with no queue logic here: a ``DownloadJob`` is a job 
 
 ``DownloadQueue(url)`` takes a database URL (``sqlite:///bot.db``, ``postgresql://…``),
 the URL of a conveyor server (``http://host:port``, with ``token=``) or an open queue.
-A job marked in progress is held by the ``DownloadQueue`` that marked it (its claim);
-only that one can mark it completed or failed. If the bot dies holding it, the job is
-queued again once its lease (``lease``, an hour by default) runs out."""
+A job marked in progress is held by its claim, which the database keeps: a
+``DownloadQueue`` opened on the same database after a restart completes or fails it as
+well. If the bot dies holding it, the job is queued again once its lease (``lease``, an
+hour by default) runs out: the next ``dequeue`` or ``get_stats`` recovers expired leases
+first, so no worker process is needed for that. Every ``prune_every`` enqueues, finished
+jobs older than ``keep_finished`` are deleted, which keeps ``dequeue`` fast."""
 
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -30,6 +34,17 @@ QUEUE = "downloads"
 TASK = "download"
 MAX_RETRIES = 3
 MAX_URL = 2048
+MAX_MESSAGE_ID = 2**63 - 1  # a signed 64-bit integer, as the bot's database stores it
+KEEP_FINISHED = timedelta(days=1)
+PRUNE_EVERY = 100
+# How often ``dequeue`` asks the database to recover expired leases: leases last an hour,
+# so a second's delay costs nothing, and a dequeue in between stays one statement.
+RECOVER_EVERY = 1.0
+
+
+class JobAlreadyProcessed(InvalidTransition):
+    """``mark_in_progress`` on a job that is completed or failed (the contract's
+    "Job already processed")."""
 
 
 class JobStatus(StrEnum):
@@ -108,6 +123,8 @@ class DownloadQueue:
         token: str | None = None,
         queue: str = QUEUE,
         lease: timedelta = timedelta(hours=1),
+        keep_finished: timedelta | None = KEEP_FINISHED,
+        prune_every: int = PRUNE_EVERY,
     ) -> None:
         if isinstance(url, QueueAPI):
             self.q, self._owned = url, False
@@ -119,6 +136,10 @@ class DownloadQueue:
             self.q, self._owned = conveyor.connect(url), True
         self.queue = queue
         self.lease = lease
+        self.keep_finished = keep_finished
+        self.prune_every = max(1, prune_every)
+        self._enqueued = 0
+        self._recovered_at: float | None = None
         self._claims: dict[int, str] = {}  # jobs this instance marked in progress
         self._lock = threading.Lock()
 
@@ -135,18 +156,45 @@ class DownloadQueue:
     # -- the contract ---------------------------------------------------------------------
     def enqueue(self, message_id: int, url: str) -> int:
         """A new ``Queued`` job; returns its id. The same URL may be queued twice."""
-        if isinstance(message_id, bool) or not isinstance(message_id, int) or message_id <= 0:
-            raise InvalidArgument(f"message_id: expected a positive integer, got {message_id!r}")
+        if (
+            isinstance(message_id, bool)
+            or not isinstance(message_id, int)
+            or not 0 < message_id <= MAX_MESSAGE_ID
+        ):
+            raise InvalidArgument(
+                f"message_id: expected a positive integer up to 2^63-1, got {message_id!r:.40}"
+            )
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise InvalidArgument(f"url: expected an http(s) URL, got {url!r:.80}")
         if len(url) > MAX_URL:
             raise InvalidArgument(f"url: expected at most {MAX_URL} characters")
+        if any(c <= " " or c == "\x7f" for c in url):
+            raise InvalidArgument("url: spaces and control characters are not allowed")
         payload = {"message_id": message_id, "url": url}
         job = self.q.enqueue(TASK, payload, queue=self.queue, max_attempts=1 + MAX_RETRIES)
+        with self._lock:
+            self._enqueued += 1
+            due = self._enqueued % self.prune_every == 0
+        if due:
+            self.prune()
         return job.id
 
+    def prune(self) -> int:
+        """Delete finished (completed or failed) jobs that finished more than
+        ``keep_finished`` ago; ``enqueue`` calls it every ``prune_every`` jobs. Conveyor's
+        prune covers every queue of the database: the bot's database is its own."""
+        if self.keep_finished is None:
+            return 0
+        return self.q.prune(older_than=self.keep_finished, statuses=("completed", "failed"))
+
     def dequeue(self) -> DownloadJob | None:
-        """The oldest ``Queued`` job, left queued (``mark_in_progress`` takes it)."""
+        """The oldest ``Queued`` job, left queued (``mark_in_progress`` takes it). Jobs
+        whose holder's lease ran out are queued again first (checked at most once a
+        second by each ``DownloadQueue``)."""
+        now = time.monotonic()
+        if self._recovered_at is None or now - self._recovered_at >= RECOVER_EVERY:
+            self.q.recover(queue=self.queue)
+            self._recovered_at = now
         jobs = self.q.jobs(queue=self.queue, status="pending", limit=1)
         if not jobs:
             return None
@@ -157,11 +205,17 @@ class DownloadQueue:
 
     def mark_in_progress(self, job_id: int) -> bool:
         """Take a ``Queued`` job: True for exactly one of any number of callers, False
-        when it is not queued (any more). Raises ``JobNotFound`` for an unknown job."""
+        when another caller holds it. Raises ``JobAlreadyProcessed`` for a completed or
+        failed job, ``JobNotFound`` for an unknown one."""
         self._ours(job_id)
         try:
             claim = self.q.claim_job(job_id, lease=self.lease)
         except InvalidTransition:
+            job = self.q.get(job_id)
+            if job is not None and job.is_final:
+                raise JobAlreadyProcessed(
+                    f"Job already processed: download job {job_id} is {_STATUS[job.status]}"
+                ) from None
             return False
         with self._lock:
             self._claims[job_id] = claim.id
@@ -201,6 +255,9 @@ class DownloadQueue:
 
     def get_stats(self) -> QueueStats:
         s = self.q.stats(self.queue)
+        if s.expired:  # a holder's lease ran out: its jobs are queued again first
+            self.q.recover(queue=self.queue)
+            s = self.q.stats(self.queue)
         return QueueStats(
             queued_count=s.pending,
             in_progress_count=s.running,
@@ -220,12 +277,20 @@ class DownloadQueue:
             raise JobNotFound(f"download job {job_id} does not exist")
 
     def _claim(self, job_id: int) -> str:
+        """The claim holding the job: the one this instance made, else the one the
+        database records for it (a ``DownloadQueue`` opened after a restart)."""
         with self._lock:
             claim = self._claims.get(job_id)
-        if claim is None:
-            self._ours(job_id)
-            raise InvalidTransition(f"download job {job_id} is not in progress here")
-        return claim
+        if claim is not None:
+            return claim
+        job = self.q.get(job_id)
+        if job is None or job.queue != self.queue:
+            raise JobNotFound(f"download job {job_id} does not exist")
+        if job.status != conveyor.Status.RUNNING:
+            raise InvalidTransition(f"download job {job_id} is not in progress")
+        if job.claim_id is None:  # through a conveyor server, a claim is its holder's
+            raise InvalidTransition(f"download job {job_id} is in progress elsewhere")
+        return job.claim_id
 
     def _release(self, job_id: int) -> None:
         with self._lock:

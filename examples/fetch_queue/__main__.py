@@ -33,6 +33,7 @@ def main(argv: list[str] | None = None) -> int:
         ("--retry-delay", defaults.retry_delay, "seconds before a failed fetch is tried again"),
         ("--slow-seconds", defaults.slow_seconds, "how long the stand-in site takes for /slow"),
         ("--redelivery-delay", defaults.redelivery_delay, "seconds before a message is resent"),
+        ("--lease-seconds", defaults.lease, "a crashed fetch is recovered after this long"),
     ):
         serving.add_argument(flag, type=float, default=default, help=helps)
     add_demo_command(parser, commands)
@@ -42,11 +43,15 @@ def main(argv: list[str] | None = None) -> int:
             if getattr(args, name) < 0:
                 print(f"error: --{name.replace('_', '-')}: expected 0 or more", file=sys.stderr)
                 return 2
+        if not 1 <= args.lease_seconds <= 3600:
+            print("error: --lease-seconds: expected 1 to 3600", file=sys.stderr)
+            return 2
         settings = Settings(
             cache_ttl=args.cache_ttl,
             retry_delay=args.retry_delay,
             slow_seconds=args.slow_seconds,
             redelivery_delay=args.redelivery_delay,
+            lease=args.lease_seconds,
         )
         bot = FetchBot(args.db, settings)
         try:
@@ -64,11 +69,11 @@ def run_demo(args: argparse.Namespace) -> int:
         http = httpx.Client(base_url=url, timeout=30)
 
         def ask(url: str, user: str, **extra: Any) -> str:
-            answer = http.post("/fetch", json={"url": url, "user": user, **extra})
+            answer = http.post("/fetch", json={"fic_url": url, "requested_by": user, **extra})
             reply = answer.json()
             if "error" in reply and "status" not in reply:  # refused: {"error": {code, message}}
                 return f"HTTP {answer.status_code}: {reply['error']['message']}"
-            return f"{reply['status']}: {reply.get('error') or reply['message']}"
+            return f"{reply['status']}: {reply.get('error_message') or reply['message']}"
 
         story = "https://fics.example/works/1/slow"
         shouted = "HTTP://FICS.example/works/1/slow/"  # the same story

@@ -2,9 +2,10 @@
 asker told once when it ends, results cached for a while, errors reported with a way to
 ask again.
 
-``POST /fetch {url, user}`` answers at once with the job's state in the bot's words:
-``queued``, ``in_progress`` (the user is subscribed to the running job), ``done`` (the
-cached result) or ``error`` (``{"retry": true}`` asks again). A worker fetches; when the
+``POST /fetch {fic_url, requested_by}`` answers at once with the job's state in the
+design's words: ``pending``, ``processing`` (the user is subscribed to the running job),
+``done`` (the cached result) or ``error`` (``{"retry": true}`` asks again), with the
+job's timestamps. A worker fetches; when the
 job ends, conveyor's dispatcher hands every subscriber to ``deliver``, which sends the
 direct message (here: a row in ``messages``, what ``GET /users/{user}/messages`` shows).
 A delivery that fails is offered again after a back-off, never dropped.
@@ -28,17 +29,19 @@ from urllib.parse import urlsplit
 
 from fastapi import FastAPI, Path, Query, Response
 from pydantic import BaseModel, Field
+from starlette.types import ASGIApp
 
 import conveyor
 from conveyor.notify import CallbackNotifier, Redelivery
-from examples._common import first_line
+from examples._common import user_message
 from examples._db import AppDatabase
-from examples._web import ApiError, Workers, install_errors
+from examples._web import ApiError, BodyLimit, NoNul, Workers, install_errors
 from examples.fetch_queue.urls import MAX_URL, InvalidUrl, normalise
 
 QUEUE = "fetches"
 TASK = "fetch_queue.fetch"
 MAX_USER = 100
+MAX_BODY = 16 * 1024  # a URL of 2,048 characters and a user name, with room to spare
 
 TABLES = {
     "sqlite": """
@@ -75,6 +78,9 @@ class Settings:
     max_attempts: int = 3
     slow_seconds: float = 2.0  # how long a /slow page takes
     redelivery_delay: float = 5.0  # the first back-off of a failed direct message
+    # A fetch's lease, renewed by heartbeats (every third of it) while it runs: after a
+    # crash, the fetch reads ``processing`` at most this long before it is recovered.
+    lease: float = 10.0
 
 
 class Site:
@@ -121,7 +127,8 @@ class Chat:
         if job.status == conveyor.Status.COMPLETED:
             status, text = "done", f"{job.result['title']} by {job.result['author']}"
         else:
-            status, text = "error", f"could not fetch {url}: {first_line(job.error) or job.status}"
+            status = "error"
+            text = f"could not fetch {url}: {user_message(job.error) or job.status}"
         with self.db.transaction() as tx:
             # Unique per finish of the job: a delivery offered twice is sent once.
             tx.execute(
@@ -135,7 +142,7 @@ class Chat:
     def messages(self, user: str, limit: int) -> list[dict[str, Any]]:
         with self.db.transaction(write=False) as tx:
             rows = tx.all(
-                "SELECT job_id, url, status, text, sent_at FROM messages"
+                "SELECT job_id, url AS fic_url, status, text, sent_at FROM messages"
                 " WHERE user_id = :user ORDER BY id LIMIT :limit",
                 {"user": user, "limit": limit},
             )
@@ -190,33 +197,47 @@ class FetchBot:
 
 
 def answer(job: conveyor.Job) -> dict[str, Any]:
-    out: dict[str, Any] = {"job_id": job.id, "url": job.payload["url"]}
+    """The job in the design's words: ``pending``, ``processing``, ``done`` or ``error``,
+    with ``fic_url``, ``error_message`` and the job's timestamps."""
+    out: dict[str, Any] = {
+        "job_id": job.id,
+        "fic_url": job.payload["url"],
+        "created_at": job.created_at.isoformat(),
+        "updated_at": job.updated_at.isoformat(),
+        "started_at": _iso(job.started_at),
+        "completed_at": _iso(job.finished_at) if job.is_final else None,
+    }
     if job.status == conveyor.Status.PENDING:
         again = "retrying it" if job.deduplicated and job.attempts else "queued"
-        return out | {"status": "queued", "message": f"{again}; you will be told when it is done"}
+        return out | {"status": "pending",
+                      "message": f"{again}; you will be told when it is done"}  # fmt: skip
     if job.status == conveyor.Status.RUNNING:
         message = "already being fetched; you will be told when it is done"
-        return out | {"status": "in_progress", "message": message}
+        return out | {"status": "processing", "message": message}
     if job.status == conveyor.Status.COMPLETED:
         return out | {"status": "done", "message": "fetched earlier", "result": job.result}
     return out | {
         "status": "error",
-        "error": first_line(job.error) or f"the fetch was {job.status}",
+        "error_message": user_message(job.error) or f"the fetch was {job.status}",
         "message": 'fetching failed; send {"retry": true} to try again',
     }
 
 
+def _iso(at: datetime | None) -> str | None:
+    return None if at is None else at.isoformat()
+
+
 class FetchRequest(BaseModel):
-    url: str = Field(min_length=1, max_length=MAX_URL)
-    user: str = Field(min_length=1, max_length=MAX_USER, pattern=r"^[^\x00-\x1f\x7f]+$")
+    fic_url: str = Field(min_length=1, max_length=MAX_URL)
+    requested_by: str = Field(min_length=1, max_length=MAX_USER, pattern=r"^[^\x00-\x1f\x7f]+$")
     retry: bool = False
 
 
-User = Annotated[str, Path(min_length=1, max_length=MAX_USER)]
+User = Annotated[str, Path(min_length=1, max_length=MAX_USER), NoNul]
 
 
-def create_api(bot: FetchBot, *, workers: int = 2) -> FastAPI:
-    runner = Workers(bot.app, concurrency=workers, lease=30)
+def create_api(bot: FetchBot, *, workers: int = 2) -> ASGIApp:
+    runner = Workers(bot.app, concurrency=workers, lease=bot.settings.lease)
 
     @asynccontextmanager
     async def lifespan(api: FastAPI) -> AsyncIterator[None]:
@@ -229,17 +250,17 @@ def create_api(bot: FetchBot, *, workers: int = 2) -> FastAPI:
 
     @api.post("/fetch")
     def fetch(body: FetchRequest, response: Response) -> dict[str, Any]:
-        reply = bot.request(body.url, body.user, retry=body.retry)
-        if reply["status"] in ("queued", "in_progress"):
+        reply = bot.request(body.fic_url, body.requested_by, retry=body.retry)
+        if reply["status"] in ("pending", "processing"):
             response.status_code = 202
         return reply
 
     @api.get("/users/{user}/messages")
     def messages(user: User, limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> dict[str, Any]:
-        return {"user": user, "messages": bot.chat.messages(user, limit)}
+        return {"requested_by": user, "messages": bot.chat.messages(user, limit)}
 
     @api.get("/healthz", include_in_schema=False)
     def healthz() -> Response:
         return Response("ok", media_type="text/plain")
 
-    return api
+    return BodyLimit(api, MAX_BODY)

@@ -28,19 +28,19 @@ class InvalidUrl(ValueError):
 def normalise(raw: str) -> str:
     """The canonical form of a story URL, or ``InvalidUrl`` saying what is wrong."""
     if len(raw) > MAX_URL:
-        raise InvalidUrl(f"url: expected at most {MAX_URL} characters, got {len(raw)}")
+        raise InvalidUrl(f"fic_url: expected at most {MAX_URL} characters, got {len(raw)}")
     text = raw.strip()
     if _CONTROL.search(text):
-        raise InvalidUrl("url: spaces and control characters are not allowed")
+        raise InvalidUrl("fic_url: spaces and control characters are not allowed")
     try:
         parts = urlsplit(text)
         port = parts.port
     except ValueError as exc:
-        raise InvalidUrl(f"url: {exc}") from None
+        raise InvalidUrl(f"fic_url: {exc}") from None
     if parts.scheme.lower() not in ("http", "https"):
-        raise InvalidUrl(f"url: expected an http or https URL, got {text[:80]!r}")
+        raise InvalidUrl(f"fic_url: expected an http or https URL, got {text[:80]!r}")
     if parts.username is not None or parts.password is not None:
-        raise InvalidUrl("url: credentials in a URL are not allowed")
+        raise InvalidUrl("fic_url: credentials in a URL are not allowed")
     host = _host(parts.hostname or "")
     # The scheme: a story is the same story over http and https.
     netloc = host if port in (None, 80, 443) else f"{host}:{port}"
@@ -57,18 +57,18 @@ def normalise(raw: str) -> str:
 
 def _host(hostname: str) -> str:
     if not hostname:
-        raise InvalidUrl("url: expected a host name")
+        raise InvalidUrl("fic_url: expected a host name")
     try:
         ipaddress.ip_address(hostname.strip("[]"))
     except ValueError:
         pass
     else:
-        raise InvalidUrl("url: expected a site's host name, not an IP address")
+        raise InvalidUrl("fic_url: expected a site's host name, not an IP address")
     try:
         host = hostname.encode("idna").decode("ascii").lower().rstrip(".")
     except UnicodeError:
-        raise InvalidUrl(f"url: {hostname[:80]!r} is not a valid host name") from None
+        raise InvalidUrl(f"fic_url: {hostname[:80]!r} is not a valid host name") from None
     labels = host.split(".")
     if len(labels) < 2 or len(host) > 253 or not all(_LABEL.fullmatch(lb) for lb in labels):
-        raise InvalidUrl(f"url: {hostname[:80]!r} is not a public host name")
+        raise InvalidUrl(f"fic_url: {hostname[:80]!r} is not a public host name")
     return host

@@ -19,10 +19,11 @@ from typing import Annotated, Any
 
 from fastapi import Body, FastAPI, Path, Query, Response
 from pydantic import BaseModel, Field
+from starlette.types import ASGIApp
 
 import conveyor
 from examples._db import AppDatabase, Tx
-from examples._web import ApiError, install_errors
+from examples._web import ApiError, BodyLimit, NoNul, install_errors
 
 QUEUE = "hardcover"
 TASK = "hardcover.sync"
@@ -32,6 +33,7 @@ BATCH = 100
 DEFAULT_CLAIM_LEASE = timedelta(days=1)
 MAX_TITLE = 500
 MAX_ID = 200
+MAX_BODY = 64 * 1024  # a book's JSON is well under 1 KB
 
 TABLES = """
 CREATE TABLE IF NOT EXISTS books (
@@ -42,6 +44,22 @@ CREATE TABLE IF NOT EXISTS books (
 );
 CREATE INDEX IF NOT EXISTS books_missing ON books (created_at, id) WHERE hardcover_id IS NULL
 """
+
+
+def processing_id(claim_id: str) -> str:
+    """A claim id as the API shows it: a canonical UUID (8-4-4-4-12)."""
+    return str(uuid.UUID(claim_id))
+
+
+def claim_id(processing_id: str | None) -> str | None:
+    """The claim behind a ``processingId`` (canonical or bare hex); ``None`` for text
+    that is no UUID: it names no claim, so it acknowledges or releases nothing."""
+    if not processing_id:
+        return None
+    try:
+        return uuid.UUID(processing_id).hex
+    except ValueError:
+        return None
 
 
 def book_out(row: dict[str, Any]) -> dict[str, Any]:
@@ -108,8 +126,11 @@ class Library:
         self.q.enqueue(TASK, {"bookId": book_id}, queue=QUEUE, key=book_id, conn=tx.conn)
 
     def fill_queue(self, *, chunk: int = 500) -> int:
-        """Start-up: every book without a ``hardcoverId`` gets a job (a book already
-        queued keeps its job: the key dedupes). Returns how many books were new to it."""
+        """Start-up: every book without a ``hardcoverId`` that has never been through the
+        queue gets a job. A book already queued keeps its job (the key dedupes), and one
+        whose job completed — a client acknowledged it without finding a match — is not
+        queued again (``on_completed="return"``): only clearing its id does that. Returns
+        how many books were new to the queue."""
         lock = " FOR UPDATE" if self.db.dialect == "postgresql" else ""
         after = ("", "")
         added = 0
@@ -125,18 +146,25 @@ class Library:
                 )
                 if not rows:
                     return added
-                jobs = self.q.enqueue_many(
-                    [{"task": TASK, "payload": {"bookId": r["id"]}, "key": r["id"]} for r in rows],
-                    queue=QUEUE,
-                    conn=tx.conn,
-                )
+                # One at a time: ``enqueue_many`` takes no dedupe policy per item.
+                jobs = [
+                    self.q.enqueue(
+                        TASK,
+                        {"bookId": r["id"]},
+                        queue=QUEUE,
+                        key=r["id"],
+                        on_completed="return",
+                        conn=tx.conn,
+                    )
+                    for r in rows
+                ]
             added += sum(not j.deduplicated for j in jobs)
             after = (rows[-1]["created_at"], rows[-1]["id"])
 
     # -- the sync clients' batches ------------------------------------------------------
     def missing(self, previous: str | None) -> dict[str, Any]:
         """Acknowledge the previous batch (if any) and claim the next 100 books."""
-        claim = self.q.claim(QUEUE, limit=BATCH, lease=self.claim_lease, ack=previous)
+        claim = self.q.claim(QUEUE, limit=BATCH, lease=self.claim_lease, ack=claim_id(previous))
         ids = [job.key for job in claim.jobs if job.key is not None]
         books: list[dict[str, Any]] = []
         if ids:
@@ -148,14 +176,19 @@ class Library:
                 )
             by_id = {r["id"]: r for r in rows}
             books = [book_out(by_id[i]) for i in ids if i in by_id]
-        return {"books": books, "processingId": claim.id, "remainingUnclaimed": claim.remaining}
+        return {
+            "books": books,
+            "processingId": processing_id(claim.id),
+            "remainingUnclaimed": claim.remaining,
+        }
 
     # -- admin ----------------------------------------------------------------------------
     def reset(self, older_than: timedelta) -> int:
         return self.q.reset_claims(older_than, queue=QUEUE)
 
     def release(self, processing_id: str) -> int:
-        return self.q.release(processing_id, queue=QUEUE)
+        claim = claim_id(processing_id)
+        return 0 if claim is None else self.q.release(claim, queue=QUEUE)
 
     def cleanup(self) -> int:
         """Complete the queued jobs of books that have their id (set by other means than
@@ -184,17 +217,18 @@ class Library:
 
 # -- the HTTP API -------------------------------------------------------------------------
 class NewBook(BaseModel):
-    title: str = Field(min_length=1, max_length=MAX_TITLE)
+    title: Annotated[str, Field(min_length=1, max_length=MAX_TITLE), NoNul]
 
 
 class BookPatch(BaseModel):
-    hardcoverId: str | None = Field(min_length=1, max_length=MAX_ID)
+    hardcoverId: Annotated[str | None, Field(min_length=1, max_length=MAX_ID), NoNul]
 
 
-BookId = Annotated[str, Path(min_length=1, max_length=MAX_ID)]
+BookId = Annotated[str, Path(min_length=1, max_length=MAX_ID), NoNul]
+ProcessingId = Annotated[str, Path(max_length=MAX_ID), NoNul]
 
 
-def create_api(library: Library) -> FastAPI:
+def create_api(library: Library) -> ASGIApp:
     @asynccontextmanager
     async def lifespan(api: FastAPI) -> AsyncIterator[None]:
         library.fill_queue()
@@ -226,7 +260,7 @@ def create_api(library: Library) -> FastAPI:
 
     @api.get("/api/missing/hardcover")
     def missing(
-        previousProcessingId: Annotated[str | None, Query(max_length=MAX_ID)] = None,
+        previousProcessingId: Annotated[str | None, Query(max_length=MAX_ID), NoNul] = None,
     ) -> dict[str, Any]:
         return library.missing(previousProcessingId or None)
 
@@ -237,7 +271,7 @@ def create_api(library: Library) -> FastAPI:
         return {"resetCount": library.reset(timedelta(minutes=olderThan))}
 
     @api.delete("/api/admin/hardcover-queue/claims/{processing_id}")
-    def release(processing_id: Annotated[str, Path(max_length=MAX_ID)]) -> dict[str, int]:
+    def release(processing_id: ProcessingId) -> dict[str, int]:
         return {"resetCount": library.release(processing_id)}
 
     @api.post("/api/admin/hardcover-queue/cleanup")
@@ -248,4 +282,4 @@ def create_api(library: Library) -> FastAPI:
     def healthz() -> Response:
         return Response("ok", media_type="text/plain")
 
-    return api
+    return BodyLimit(api, MAX_BODY)

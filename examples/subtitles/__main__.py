@@ -1,7 +1,8 @@
 """``python -m examples.subtitles [serve | worker]``.
 
 serve   the API, with its workers in the same process; at start-up, videos left
-        processing by a run that died go back to pending, then reconciliation runs
+        processing by a run that died (their lease expired) go back to pending, then
+        reconciliation runs
 worker  workers only (more processes on the same database)
 (none)  the scripted demo: a run that died mid-video, retries, a video that fails for
         good and then gets a subtitle by hand, a manual retry, a video added twice
@@ -42,6 +43,12 @@ def _settings_options(parser: argparse.ArgumentParser) -> None:
         default=d.slow_seconds,
         help="how long the stand-in transcriber takes for a 'slow' video",
     )
+    parser.add_argument(
+        "--lease-seconds",
+        type=float,
+        default=d.lease,
+        help=f"a run that died is recovered this long after its last heartbeat ({d.lease:g})",
+    )
     parser.add_argument("--reconcile-interval", type=float, default=d.reconcile_interval,
                         help="seconds between reconciliations (0: only at start-up and on "
                         "POST /reconcile)")  # fmt: skip
@@ -53,7 +60,13 @@ def _settings(args: argparse.Namespace) -> Settings:
     for name in ("retry_delay", "slow_seconds", "reconcile_interval"):
         if getattr(args, name) < 0:
             raise SystemExit(f"error: --{name.replace('_', '-')}: expected 0 or more")
-    return Settings(args.max_retries, args.retry_delay, args.slow_seconds, args.reconcile_interval)
+    if not 1 <= args.lease_seconds <= 86_400:
+        raise SystemExit("error: --lease-seconds: expected 1 to 86400")
+    return Settings(
+        max_retries=args.max_retries, retry_delay=args.retry_delay,
+        slow_seconds=args.slow_seconds, reconcile_interval=args.reconcile_interval,
+        lease=args.lease_seconds,
+    )  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -80,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit("error: --workers: expected 1 or more")
         subtitles = Subtitles(args.db, _settings(args))
         try:
-            subtitles.app.run_worker(concurrency=args.workers, lease=30)
+            subtitles.app.run_worker(concurrency=args.workers, lease=subtitles.settings.lease)
         finally:
             subtitles.close()
         return 0
@@ -93,7 +106,8 @@ def run_demo(args: argparse.Namespace) -> int:
     ids = [f"v{n:02d}" for n in range(1, 10)] + ["fail-10", "bad-11", "slow-12"]
     for video_id in ids:
         subtitles.add_video("demo", video_id, f"Video {video_id}")
-    died = subtitles.q.claim(QUEUE, worker="a-run-that-died")  # left processing
+    died = subtitles.q.claim(QUEUE, worker="a-run-that-died", lease=0.5)  # then it died
+    time.sleep(0.6)  # its lease runs out: start-up recovers it
     with background_server(create_api(subtitles, workers=3)) as url:
         http = httpx.Client(base_url=url, timeout=30)
         listing = "/channels/demo/videos"

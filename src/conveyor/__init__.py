@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from conveyor.app import App, Task
 from conveyor.contract import QueueAPI
+from conveyor.control import Retry, Snooze, Terminal
 from conveyor.errors import (
     ConfigurationError,
     ConveyorError,
@@ -23,14 +24,12 @@ from conveyor.errors import (
     InvalidArgument,
     InvalidTransition,
     JobNotFound,
-    Retry,
-    Snooze,
     StaleClaim,
-    Terminal,
     TransactionConflict,
 )
 from conveyor.info import QueueSettings, Rate, ScheduleInfo, Throughput, WorkerInfo
 from conveyor.job import AttemptError, Claim, ErrorKind, Job, Progress, Stats, Status
+from conveyor.ops.reports import Report
 from conveyor.queue import Dedupe, Queue, connect
 from conveyor.retry import Backoff, Fixed
 from conveyor.task import Context
@@ -74,6 +73,7 @@ __all__ = [
     "QueueAPI",
     "QueueSettings",
     "Rate",
+    "Report",
     "Retry",
     "ScheduleInfo",
     "Snooze",

@@ -13,14 +13,14 @@ if TYPE_CHECKING:
     from conveyor.aio.client import AsyncRemoteQueue
     from conveyor.aio.contract import AsyncQueueAPI
     from conveyor.aio.queue import AsyncQueue
-    from conveyor.backends.aio import AsyncBackend
-    from conveyor.backends.base import Backend
     from conveyor.client import RemoteQueue
     from conveyor.contract import QueueAPI
+    from conveyor.drivers.aio import AsyncDriver
+    from conveyor.drivers.base import Driver
     from conveyor.queue import Queue
 
-    def queues(backend: Backend, http: httpx.Client) -> list[QueueAPI]:
+    def queues(backend: Driver, http: httpx.Client) -> list[QueueAPI]:
         return [Queue(backend), RemoteQueue("http://queue", http=http)]
 
-    def async_queues(backend: AsyncBackend, http: httpx.AsyncClient) -> list[AsyncQueueAPI]:
+    def async_queues(backend: AsyncDriver, http: httpx.AsyncClient) -> list[AsyncQueueAPI]:
         return [AsyncQueue(backend), AsyncRemoteQueue("http://queue", http=http)]

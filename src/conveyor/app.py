@@ -14,21 +14,19 @@ Only registered task names ever run: a job names its task, never code to import.
 
 from __future__ import annotations
 
-import inspect
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from datetime import datetime, timedelta, tzinfo
-from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, TypeVar, overload
+from datetime import timedelta, tzinfo
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, overload
 
 from conveyor import validation as check
 from conveyor.errors import ConfigurationError, InvalidArgument
-from conveyor.job import Job
-from conveyor.ops.enqueue import OnCompleted
-from conveyor.queue import Duration, OnActive, OnFailed, Queue, connect
-from conveyor.retry import BackoffPolicy, seconds
+from conveyor.ops.defaults import Duration
+from conveyor.queue import Queue, connect
+from conveyor.retry import BackoffPolicy
 from conveyor.schedule import OnMissed, Periodic
-from conveyor.task.binding import Binding
 from conveyor.task.context import Context
+from conveyor.task.registered import Task, TaskCall
 
 if TYPE_CHECKING:
     from conveyor.notify import Notifier
@@ -37,137 +35,7 @@ if TYPE_CHECKING:
 P = ParamSpec("P")
 R = TypeVar("R")
 
-# Keywords of ``task.enqueue`` that are options, not arguments — unless the task has a
-# parameter of that name, in which case the argument wins and ``using()`` sets the option.
-ENQUEUE_OPTIONS = frozenset(
-    {"key", "run_at", "priority", "queue", "max_attempts", "subscriber", "conn"}
-)
 IMMEDIATE_URL = "sqlite:///:memory:"
-
-
-class Task(Generic[P, R]):
-    """A registered task function. Call it directly (with a context) in unit tests, or
-    ``enqueue`` it to have a worker run it."""
-
-    def __init__(
-        self,
-        app: App,
-        fn: Callable[Concatenate[Context, P], R],
-        *,
-        name: str | None = None,
-        queue: str = "default",
-        max_attempts: int | None = None,
-        backoff: BackoffPolicy | None = None,
-        timeout: Duration | None = None,
-        retry_on: type[BaseException] | tuple[type[BaseException], ...] | None = None,
-        priority: int = 0,
-    ) -> None:
-        self.app = app
-        self.fn = fn
-        self.name = check.name(name or f"{fn.__module__}.{fn.__qualname__}", "task name")
-        self.queue = check.name(queue, "queue")
-        self.max_attempts = (
-            None
-            if max_attempts is None
-            else check.integer(max_attempts, "max_attempts", low=1, high=1_000_000)
-        )
-        if backoff is not None and not callable(getattr(backoff, "delay", None)):
-            raise ConfigurationError(f"task {self.name}: backoff needs a delay(attempt) method")
-        self.backoff = backoff
-        self.timeout = None if timeout is None else seconds(timeout, "timeout", allow_zero=False)
-        self.retry_on = _exception_types(retry_on, self.name)
-        self.priority = check.integer(priority, "priority")
-        self.is_async = inspect.iscoroutinefunction(fn)
-        self.binding = Binding(fn, self.name)
-        self.__doc__ = fn.__doc__
-        self.__wrapped__ = fn
-
-    def __call__(self, ctx: Context, *args: P.args, **kwargs: P.kwargs) -> R:
-        return self.fn(ctx, *args, **kwargs)
-
-    def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> Job:
-        """Enqueue a run with these arguments. The keywords ``key``, ``run_at``,
-        ``priority``, ``queue``, ``max_attempts``, ``subscriber`` and ``conn`` are
-        options of the job (see ``using``), unless the task has a parameter of that name."""
-        options: dict[str, Any] = {
-            k: kwargs.pop(k)
-            for k in list(kwargs)
-            if k in ENQUEUE_OPTIONS and k not in self.binding.parameters
-        }
-        return self.using(**options).enqueue(*args, **kwargs)
-
-    def using(
-        self,
-        *,
-        key: str | None = None,
-        run_at: datetime | None = None,
-        priority: int | None = None,
-        queue: str | None = None,
-        max_attempts: int | None = None,
-        subscriber: str | None = None,
-        conn: Any = None,
-        on_active: OnActive = "return",
-        cache_ttl: Duration | None = None,
-        on_failed: OnFailed = "new",
-        on_completed: OnCompleted = "new",
-    ) -> TaskCall[P]:
-        """Job options, type-checked apart from the task's own arguments:
-        ``parse.using(key=url).enqueue(url=url)``."""
-        options: dict[str, Any] = {
-            "key": key,
-            "run_at": run_at,
-            "subscriber": subscriber,
-            "conn": conn,
-            "priority": self.priority if priority is None else priority,
-            "queue": queue or self.queue,
-            "max_attempts": max_attempts or self.max_attempts,
-            "on_active": on_active,
-            "cache_ttl": cache_ttl,
-            "on_failed": on_failed,
-            "on_completed": on_completed,
-        }
-        return TaskCall(self, options)
-
-    def enqueue_many(self, calls: Iterable[Mapping[str, Any]], *, conn: Any = None) -> list[Job]:
-        """Enqueue one job per mapping of keyword arguments, in one transaction."""
-        items = []
-        for call in calls:
-            if not isinstance(call, Mapping):
-                raise InvalidArgument(f"calls: expected keyword-argument dicts, got {call!r}")
-            items.append(
-                {
-                    "task": self.name,
-                    "payload": self.binding.to_payload((), call),
-                    "queue": self.queue,
-                    "priority": self.priority,
-                    "max_attempts": self.max_attempts,
-                }
-            )
-        jobs = self.app.queue.enqueue_many(items, conn=conn)
-        if self.app.immediate and conn is None:
-            self.app.drain()
-            return [self.app.queue.get(j.id) or j for j in jobs]
-        return jobs
-
-    def __repr__(self) -> str:
-        return f"<Task {self.name} queue={self.queue}>"
-
-
-class TaskCall(Generic[P]):
-    """A task with its job options chosen, ready to ``enqueue`` arguments."""
-
-    def __init__(self, task: Task[P, Any], options: dict[str, Any]) -> None:
-        self.task = task
-        self.options = options
-
-    def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> Job:
-        task = self.task
-        payload = task.binding.to_payload(args, kwargs)
-        job = task.app.queue.enqueue(task.name, payload, **self.options)
-        if task.app.immediate and self.options["conn"] is None:
-            task.app.drain()
-            return task.app.queue.get(job.id) or job
-        return job
 
 
 class App:
@@ -379,17 +247,6 @@ class App:
 def _queue_like(value: object) -> bool:
     """Anything with the queue's claim and report operations (a remote queue) will do."""
     return all(callable(getattr(value, m, None)) for m in ("claim", "complete_many", "fail_many"))
-
-
-def _exception_types(
-    value: type[BaseException] | tuple[type[BaseException], ...] | None, task: str
-) -> tuple[type[BaseException], ...] | None:
-    if value is None:
-        return None
-    types = value if isinstance(value, tuple) else (value,)
-    if not types or not all(isinstance(t, type) and issubclass(t, BaseException) for t in types):
-        raise ConfigurationError(f"task {task}: retry_on expects exception classes")
-    return types
 
 
 __all__ = ["App", "Context", "Task", "TaskCall"]

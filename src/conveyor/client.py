@@ -16,16 +16,15 @@ idempotent. Needs ``httpx`` (the ``server`` extra).
 
 from __future__ import annotations
 
-import dataclasses
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, NoReturn, TypeVar
-from urllib.parse import quote
 
 import httpx
 
-from conveyor.codec import from_json, parse_time, to_json
+from conveyor.codec import to_json
 from conveyor.contract import QueueAPI
+from conveyor.endpoints import ENDPOINTS
 from conveyor.errors import (
     ConfigurationError,
     ConveyorError,
@@ -37,8 +36,7 @@ from conveyor.errors import (
     StaleClaim,
     TransactionConflict,
 )
-from conveyor.info import QueueSettings, ScheduleInfo, Throughput, WorkerInfo
-from conveyor.job import Claim, Job, Stats, Status
+from conveyor.job import Job
 from conveyor.ops import Call
 from conveyor.ops.defaults import Defaults
 
@@ -91,7 +89,7 @@ class RemoteQueue(QueueAPI):
         try:
             data, status = self._send(method, path, body, query)
         except JobNotFound:
-            if call.op in MISSING_IS_NONE:  # "no such job" is their answer, not an error
+            if missing_is_none(call.op):  # "no such job" is their answer, not an error
                 return None  # type: ignore[return-value]
             raise
         result: T = decode(call.op, data, status)
@@ -127,245 +125,39 @@ class RemoteQueue(QueueAPI):
 
 
 def request_for(op: str, a: Mapping[str, Any]) -> Request:
-    """The HTTP request that carries out operation ``op`` with checked arguments ``a``."""
-    if op == "enqueue":
-        body = _item(a) | {k: a[k] for k in ("on_active", "on_failed", "on_completed")}
-        if a["cache_ttl"] is not None:
-            body["cache_ttl_seconds"] = a["cache_ttl"]
-        return "POST", "/api/jobs", body, None
-    if op in ("enqueue_many", "enqueue_ids"):
-        body = {"jobs": [_item(i) for i in a["items"]], "queue": a["queue"]}
-        if op == "enqueue_ids":
-            body["ids_only"] = True
-        return "POST", "/api/jobs/batch", body, None
-    if op == "claim":
-        body = {"limit": a["limit"], "lease_seconds": a["lease"], "worker": a["worker"],
-                "ack": a["ack"], "count_remaining": a["count_remaining"]}  # fmt: skip
-        return "POST", f"/api/queues/{_segment(a['queue'], 'queue')}/claim", body, None
-    if op == "claim_job":
-        body = {"lease_seconds": a["lease"], "worker": a["worker"]}
-        return "POST", f"{job_path(a['job_id'])}/claim", body, None
-    if op in ("complete", "fail", "heartbeat", "progress", "snooze"):
-        return "POST", f"{job_path(a['job_id'])}/{op}", _report_body(op, a), None
-    if op in ("complete_many", "fail_many", "heartbeat_many", "renew"):
-        kind = {"complete_many": "complete", "fail_many": "fail"}.get(op, "heartbeat")
-        body = {"items": [_report_body(kind, i) | {"job_id": i["job_id"]} for i in a["items"]]}
-        if "extend" in a:
-            body["extend_seconds"] = a["extend"]
-        path = "/api/batch/renew" if op == "renew" else f"/api/batch/{kind}"
-        return "POST", path, body, None
-    if op == "report":
-        body = {
-            kind: [_report_body(one, i) | {"job_id": i["job_id"]} for i in a[kind]]
-            for kind, one in (("completed", "complete"), ("failed", "fail"),
-                              ("snoozed", "snooze"))
-        }  # fmt: skip
-        return "POST", "/api/batch/report", body, None
-    if op == "ack":
-        return "POST", f"/api/claims/{_segment(a['claim_id'], 'claim_id')}/ack", None, None
-    if op == "release":
-        path = f"/api/claims/{_segment(a['claim_id'], 'claim_id')}"
-        return "DELETE", path, None, {"queue": _names(a["queue"])}
-    if op == "release_job":
-        return "POST", f"{job_path(a['job_id'])}/release", None, None
-    if op == "reset_claims":
-        query = {"older_than_minutes": a["older_than"] / 60, "queue": _names(a["queue"])}
-        return "POST", "/api/claims/reset", None, query
-    if op == "recover":
-        return "POST", "/api/recover", None, {"queue": _names(a["queue"])}
-    if op == "retry":
-        keep = None if a["reset_attempts"] else {"reset_attempts": "false"}
-        return "POST", f"{job_path(a['job_id'])}/retry", None, keep
-    if op == "cancel":
-        return "POST", f"{job_path(a['job_id'])}/cancel", None, None
-    if op == "complete_by_key":
-        body = {"key": a["key"], "result": a["result"], "include_failed": a["include_failed"]}
-        return "POST", f"/api/queues/{_segment(a['queue'], 'queue')}/complete-by-key", body, None
-    if op == "prune":
-        body = {"older_than_seconds": a["older_than"], "statuses": a["statuses"]}
-        return "POST", "/api/prune", body, None
-    if op in ("pause", "resume"):
-        return "POST", f"/api/queues/{_segment(a['queue'], 'queue')}/{op}", None, None
-    if op == "set_limits":
-        body = {k: to_json(a[k]) for k in ("max_running", "group_max_running", "rate",
-                                           "group_rate")}  # fmt: skip
-        return "PUT", f"/api/queues/{_segment(a['queue'], 'queue')}/limits", body, None
-    if op == "queue_settings":
-        return "GET", "/api/queues/settings", None, {"queue": a["queue"]}
-    if op == "now":
-        return "GET", "/healthz", None, None
-    if op == "get":
-        return "GET", job_path(a["job_id"]), None, None
-    if op == "latest":
-        return "GET", "/api/jobs/latest", None, dict(a)
-    if op == "jobs":
-        query = {**a, "include": "payload,result"}  # a client reads whole jobs
-        return "GET", "/api/jobs", None, query
-    if op in ("dependents", "subscribers"):
-        return "GET", f"{job_path(a['job_id'])}/{op}", None, None
-    if op == "queue_stats":
-        return "GET", "/api/queues", None, None
-    if op == "fold_counts":
-        return "POST", "/api/counts/fold", None, None
-    if op == "throughput":
-        return "GET", "/api/throughput", None, dict(a)
-    if op == "worker_seen":
-        body = {k: a[k] for k in ("host", "pid", "queues", "concurrency", "version", "running")}
-        body["ttl_seconds"] = a["ttl_s"]
-        return "PUT", f"/api/workers/{_segment(a['name'], 'worker')}", body, None
-    if op == "worker_stopped":
-        return "DELETE", f"/api/workers/{_segment(a['name'], 'worker')}", None, None
-    if op == "workers":
-        return "GET", "/api/workers", None, None
-    if op == "forget_workers":
-        return "DELETE", "/api/workers", None, {"expired_for_seconds": a["older_than"]}
-    if op == "save_schedule":
-        body = {k: to_json(a[k]) for k in ("task", "queue", "spec", "first_slot", "next_slot")}
-        return "PUT", f"/api/schedules/{_segment(a['name'], 'schedule')}", body, None
-    if op == "run_schedule_slot":
-        body = _item(a) | {"slot": to_json(a["slot"]), "next_slot": to_json(a["next_slot"])}
-        return "POST", f"/api/schedules/{_segment(a['name'], 'schedule')}/run", body, None
-    if op == "schedules":
-        return "GET", "/api/schedules", None, None
-    if op == "take_notifications":
-        body = {"limit": a["limit"], "lease_seconds": a["lease"]}
-        return "POST", "/api/notifications/take", body, None
-    if op == "mark_notified":
-        return "POST", "/api/notifications/mark", {"items": a["items"]}, None
-    if op == "retry_notifications":
-        body = {"items": a["items"], "error": a["error"], "base_seconds": a["base_s"],
-                "cap_seconds": a["cap_s"], "max_attempts": a["max_attempts"]}  # fmt: skip
-        return "POST", "/api/notifications/retry", body, None
-    raise ConfigurationError(f"a remote queue cannot run {op!r}")
+    """The HTTP request that carries out operation ``op`` with checked arguments ``a``,
+    as its entry in the endpoint table (``conveyor.endpoints``) says."""
+    e = ENDPOINTS.get(op)
+    if e is None or e.send is None:
+        raise ConfigurationError(f"a remote queue cannot run {op!r}")
+    body, query = e.send(a)
+    return e.method, e.url(a), body, query
 
 
 def watch_request(job_id: int, left: float | None) -> tuple[str, str, dict[str, float], float]:
     """The long poll for one step of ``wait``: method, path, query and its length."""
     slice_s = _WAIT_SLICE if left is None else min(left, _WAIT_SLICE)
-    return "GET", f"{job_path(job_id)}/wait", {"timeout": round(slice_s, 3)}, slice_s
+    method, path, _, query = request_for("wait", {"job_id": job_id, "timeout": round(slice_s, 3)})
+    return method, path, dict(query or {}), slice_s
 
 
 def watch_result(data: Any, left: float | None) -> Job | None:
     """The job if it is final or the wait is over; None: poll again."""
-    job = _job(data, 200)
+    job: Job = decode("wait", data, 200)
     over = left is not None and left <= _WAIT_SLICE
     return job if job.is_final or over else None
 
 
-def _report_body(op: str, a: Mapping[str, Any]) -> dict[str, Any]:
-    body: dict[str, Any] = {"claim_id": a["claim_id"]}
-    if op == "complete":
-        body["result"] = a["result"]
-    elif op == "fail":
-        body.update(error=a["error"], retryable=a["retryable"], delay_seconds=a["delay"])
-    elif op == "snooze":
-        body["delay_seconds"] = a["delay"]
-    elif op == "progress":
-        body.update({k: a[k] for k in ("total", "completed", "failed", "current",
-                                       "checkpoint", "detail")})  # fmt: skip
-    elif op == "heartbeat" and "extend" in a:
-        body["extend_seconds"] = a["extend"]
-    return body
-
-
-def _item(a: Mapping[str, Any]) -> dict[str, Any]:
-    """An enqueue item in its wire form: defaults left out, times as ISO 8601."""
-    fields = ("task", "payload", "queue", "key", "priority", "run_at", "max_attempts",
-              "subscriber", "group", "after")  # fmt: skip
-    out = {k: to_json(a[k]) for k in fields if a.get(k) is not None}
-    if a.get("on_dependency_failure", "cancel") != "cancel":
-        out["on_dependency_failure"] = a["on_dependency_failure"]
-    return out
-
-
-def _jobs(data: Any, status: int) -> list[Job]:
-    # Past the server's byte budget, the answer to a batch write lists jobs without
-    # their payload and result ("truncated"): they come back as None.
-    return [from_json(Job, {"payload": None, "result": None, **j}) for j in data["jobs"]]
-
-
-def _job(data: Any, status: int) -> Job:
-    return from_json(Job, data)
-
-
-def _enqueued(data: Any, status: int) -> Job:
-    # 200 (not 201): the key's active job was returned instead of a new one.
-    return dataclasses.replace(from_json(Job, data), deduplicated=status == 200)
-
-
-def _count(key: str) -> Callable[[Any, int], int]:
-    return lambda data, status: int(data[key])
-
-
-def _claim(data: Any, status: int) -> Claim:
-    return from_json(Claim, data)
-
-
-_DECODE: dict[str, Callable[[Any, int], Any]] = {
-    "enqueue": _enqueued,
-    "enqueue_many": _jobs,
-    "enqueue_ids": lambda data, status: [int(i) for i in data["ids"]],
-    "claim": _claim,
-    "claim_job": _claim,
-    "complete": _job,
-    "fail": _job,
-    "heartbeat": _job,
-    "progress": _job,
-    "snooze": _job,
-    "complete_many": _jobs,
-    "fail_many": _jobs,
-    "heartbeat_many": _jobs,
-    "renew": lambda data, status: {int(i) for i in data["ids"]},
-    "report": lambda data, status: {int(k): Status(v) for k, v in data["written"].items()},
-    "ack": _count("acked_count"),
-    "release": _count("reset_count"),
-    "release_job": _job,
-    "reset_claims": _count("reset_count"),
-    "recover": _count("recovered_count"),
-    "retry": _job,
-    "cancel": _job,
-    "complete_by_key": _count("completed_count"),
-    "prune": _count("removed_count"),
-    "pause": lambda data, status: from_json(QueueSettings, data),
-    "resume": lambda data, status: from_json(QueueSettings, data),
-    "set_limits": lambda data, status: from_json(QueueSettings, data),
-    "queue_settings": lambda data, status: {
-        name: from_json(QueueSettings, s) for name, s in data["queues"].items()
-    },
-    "now": lambda data, status: parse_time(data["time"]),
-    "get": _job,
-    "latest": _job,
-    "jobs": _jobs,
-    "dependents": lambda data, status: [int(i) for i in data["dependents"]],
-    "subscribers": lambda data, status: list(data["subscribers"]),
-    "queue_stats": lambda data, status: (
-        {name: from_json(Stats, s) for name, s in data["queues"].items()},
-        False,  # the server folds its own counts
-    ),
-    "fold_counts": _count("folded_count"),
-    "throughput": lambda data, status: [from_json(Throughput, p) for p in data["minutes"]],
-    "worker_seen": lambda data, status: None,
-    "worker_stopped": lambda data, status: None,
-    "workers": lambda data, status: [from_json(WorkerInfo, w) for w in data["workers"]],
-    "forget_workers": _count("removed_count"),
-    "save_schedule": lambda data, status: from_json(ScheduleInfo, data),
-    "run_schedule_slot": lambda data, status: None if data["job"] is None else _job(data["job"], 0),
-    "schedules": lambda data, status: [from_json(ScheduleInfo, s) for s in data["schedules"]],
-    "take_notifications": lambda data, status: [
-        (from_json(Job, n["job"]), list(n["subscribers"])) for n in data["notifications"]
-    ],
-    "mark_notified": _count("marked_count"),
-    "retry_notifications": _count("retried_count"),
-}
-
-
-# Operations whose "no such job" answer is None rather than an error.
-MISSING_IS_NONE = frozenset({"get", "latest"})
+def missing_is_none(op: str) -> bool:
+    """Whether operation ``op`` answers a missing job with ``None`` rather than an error."""
+    return ENDPOINTS[op].missing_is_none
 
 
 def decode(op: str, data: Any, status: int) -> Any:
     """The result of operation ``op`` from the server's answer."""
-    return _DECODE[op](data, status)
+    read = ENDPOINTS[op].read
+    assert read is not None  # request_for refused the operations without one
+    return read(data, status)
 
 
 def answer(response: httpx.Response, method: str, path: str) -> tuple[Any, int]:
@@ -426,27 +218,6 @@ def _encode(body: Any) -> bytes:
     except (TypeError, ValueError) as exc:
         raise InvalidArgument(f"expected JSON-serialisable values ({exc})") from None
     return text.encode("utf-8", "surrogatepass")
-
-
-def _names(queues: tuple[str, ...] | None) -> str | None:
-    if queues is None:
-        return None
-    for name in queues:
-        if "," in name:
-            raise InvalidArgument(f"queue: a remote queue cannot send a ',' in a name: {name!r}")
-    return ",".join(queues)
-
-
-def job_path(job_id: int) -> str:
-    return f"/api/jobs/{job_id}"
-
-
-def _segment(value: str, what: str) -> str:
-    # Servers decode %2F before routing. Queue and worker routes take a '/' in a name;
-    # a schedule's would be ambiguous beside its /run route, and claim ids never have one.
-    if what in ("claim_id", "schedule") and "/" in value:
-        raise InvalidArgument(f"{what}: a remote queue cannot send a '/' here")
-    return quote(value, safe="")
 
 
 def _query_value(value: Any) -> str | int | float:

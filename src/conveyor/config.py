@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from conveyor.backends.base import Backend
+from conveyor.drivers.base import Driver
 from conveyor.errors import ConfigurationError
 from conveyor.validation import DEFAULT_MAX_PAYLOAD_BYTES
 
@@ -155,23 +155,23 @@ def _number(name: str, value: str) -> float:
     return result
 
 
-def open_backend(settings: Settings) -> Backend:
+def open_backend(settings: Settings) -> Driver:
     if settings.backend == "sqlite":
-        from conveyor.backends.sqlite import SQLiteBackend
+        from conveyor.drivers.sqlite import SQLiteDriver
 
-        return SQLiteBackend(settings.target, **settings.backend_options)
+        return SQLiteDriver(settings.target, **settings.backend_options)
     if settings.backend == "mysql":
         try:
-            from conveyor.backends.mysql import MySQLBackend
+            from conveyor.drivers.mysql import MySQLDriver
         except ImportError as exc:
             raise ConfigurationError(
                 f"MySQL needs PyMySQL: pip install 'conveyor[mysql]' ({exc})"
             ) from None
-        return MySQLBackend(settings.target, **settings.backend_options)
+        return MySQLDriver(settings.target, **settings.backend_options)
     try:
-        from conveyor.backends.postgres import PostgresBackend
+        from conveyor.drivers.postgres import PostgresDriver
     except ImportError as exc:
         raise ConfigurationError(
             f"PostgreSQL needs psycopg 3 and psycopg_pool: pip install 'conveyor[postgres]' ({exc})"
         ) from None
-    return PostgresBackend(settings.target, **settings.backend_options)
+    return PostgresDriver(settings.target, **settings.backend_options)

@@ -12,7 +12,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, Self, TypeVar
+from typing import Any, Self, TypeVar, Unpack
 
 from conveyor.errors import JobNotFound
 from conveyor.info import QueueSettings, Rate, ScheduleInfo, Throughput, WorkerInfo
@@ -29,7 +29,7 @@ from conveyor.ops import (
     reports,
 )
 from conveyor.ops.defaults import DEFAULT_LEASE, Defaults, Duration
-from conveyor.ops.enqueue import OnActive, OnCompleted, OnDependencyFailure, OnFailed
+from conveyor.options import EnqueueOptions
 from conveyor.retry import BackoffPolicy, seconds
 
 T = TypeVar("T")
@@ -75,40 +75,17 @@ class QueueAPI(ABC):
         return self._run(reading.now())
 
     # -- enqueue --------------------------------------------------------------------
-    def enqueue(
-        self,
-        task: str,
-        payload: Any = None,
-        *,
-        queue: str = "default",
-        key: str | None = None,
-        priority: int = 0,
-        run_at: datetime | None = None,
-        max_attempts: int | None = None,
-        subscriber: str | None = None,
-        conn: Any = None,
-        on_active: OnActive = "return",
-        cache_ttl: Duration | None = None,
-        on_failed: OnFailed = "new",
-        on_completed: OnCompleted = "new",
-        group: str | None = None,
-        after: Iterable[int] | None = None,
-        on_dependency_failure: OnDependencyFailure = "cancel",
-    ) -> Job:
-        """Add a job; with a ``key``, apply the dedupe policy (see ``Dedupe``).
-        ``conn``: the caller's open connection, so the job commits with their work.
-        ``group``: its concurrency group. ``after``: ids of jobs it runs after (once
-        they completed; when one fails or is cancelled this job is cancelled, unless
-        ``on_dependency_failure="run"``)."""
-        return self._run(
-            enqueue.enqueue(
-                self.defaults, task, payload, queue=queue, key=key, priority=priority,
-                run_at=run_at, max_attempts=max_attempts, subscriber=subscriber, conn=conn,
-                on_active=on_active, cache_ttl=cache_ttl, on_failed=on_failed,
-                on_completed=on_completed, group=group, after=after,
-                on_dependency_failure=on_dependency_failure,
-            )
-        )  # fmt: skip
+    def enqueue(self, task: str, payload: Any = None, **options: Unpack[EnqueueOptions]) -> Job:
+        """Add a job; with a ``key``, apply the dedupe policy (see ``Dedupe``). The
+        options (``conveyor.options.EnqueueOptions``, defaults in brackets): ``queue``
+        ["default"], ``key``, ``priority`` [0], ``run_at``, ``max_attempts`` [the
+        queue's], ``subscriber``; the dedupe policy ``on_active`` ["return"],
+        ``cache_ttl``, ``on_failed`` ["new"], ``on_completed`` ["new"]; ``group``: its
+        concurrency group; ``after``: ids of jobs it runs after (once they completed;
+        when one fails or is cancelled this job is cancelled, unless
+        ``on_dependency_failure="run"``); ``conn``: the caller's open connection, so the
+        job commits with their work."""
+        return self._run(enqueue.enqueue(self.defaults, task, payload, **options))
 
     def enqueue_many(
         self, items: Iterable[Mapping[str, Any]], *, queue: str = "default", conn: Any = None
@@ -134,15 +111,18 @@ class QueueAPI(ABC):
         worker: str | None = None,
         ack: str | None = None,
         count_remaining: bool = True,
+        report: reports.Report | None = None,
     ) -> Claim:
         """Claim up to ``limit`` claimable jobs, by priority then FIFO, under one new
         claim id, within the queue's flow control. ``ack``: a previous claim id whose
-        running jobs are completed first, in the same transaction. ``remaining`` counts
-        the jobs still claimable (``count_remaining=False`` skips it)."""
+        running jobs are completed first, in the same transaction; ``report``: endings
+        of earlier runs (a ``Report``) written first, in the same transaction, their
+        new statuses in ``Claim.reported``. ``remaining`` counts the jobs still
+        claimable (``count_remaining=False`` skips it)."""
         return self._run(
             claims.claim(
                 self.defaults, queue, limit=limit, lease=lease, worker=worker, ack=ack,
-                count_remaining=count_remaining,
+                count_remaining=count_remaining, report=report,
             )
         )  # fmt: skip
 
@@ -206,11 +186,10 @@ class QueueAPI(ABC):
         ``complete_many``, ``failed`` as for ``fail_many``, ``snoozed`` as
         ``(job_id, claim_id, delay)``. Returns the new status of each job written; a job
         left out was refused (its claim no longer holds it)."""
-        if not (completed or failed or snoozed):
+        endings = reports.Report(completed=completed, failed=failed, snoozed=snoozed)
+        if not endings:
             return {}
-        return self._run(
-            reports.report(self.defaults, completed=completed, failed=failed, snoozed=snoozed)
-        )
+        return self._run(reports.report(self.defaults, endings))
 
     def heartbeat(self, job_id: int, claim_id: str, *, extend: Duration | None = None) -> Job:
         """Prove the claim is alive: the lease now ends ``extend`` from now (default: the

@@ -11,14 +11,11 @@
         └── TransactionConflict  a deadlock or a lock wait broken by the database;
                                  nothing was written, running it again may work
 
-Task code raises three control exceptions, which are not errors of the library:
-``Retry`` (retry the job, optionally after a delay), ``Terminal`` (fail it for good) and
-``Snooze`` (run it again later, without spending an attempt).
+The control exceptions that task code raises (``Retry``, ``Terminal``, ``Snooze``) are
+not errors of the library: they live in ``conveyor.control``.
 """
 
 from __future__ import annotations
-
-from datetime import timedelta
 
 
 class ConveyorError(Exception):
@@ -78,30 +75,6 @@ class DatabaseError(ConveyorError):
     """The database reported an error or could not be reached."""
 
     code = "database_error"
-
-
-class Retry(Exception):
-    """Raised by a task to be retried, after ``delay`` when given."""
-
-    def __init__(self, message: str = "retry requested", *, delay: timedelta | float | None = None):
-        super().__init__(message)
-        self.delay = delay
-
-
-class Terminal(Exception):
-    """Raised by a task to fail its job for good: it is never retried."""
-
-
-class Snooze(Exception):
-    """Raised by a task to run its job again after ``delay`` (a ``timedelta`` or seconds),
-    without spending an attempt or recording an error: waiting on something (a rate
-    limit elsewhere, a file not there yet) is not a failure."""
-
-    def __init__(self, delay: timedelta | float) -> None:
-        from conveyor.retry import seconds  # conveyor.retry imports this module
-
-        self.delay = seconds(delay, "Snooze(delay)")
-        super().__init__(f"snoozed for {self.delay:g}s")
 
 
 class TransactionConflict(DatabaseError):

@@ -130,6 +130,10 @@ class Claim:
     jobs: list[Job]
     remaining: int | None = field(default=None, metadata={DOC: "jobs of the queue claimable now"})
     acked: int = field(default=0, metadata={DOC: "jobs of the acknowledged claim completed first"})
+    reported: dict[int, Status] = field(
+        default_factory=dict,
+        metadata={DOC: "new status of each job whose ending was reported with the claim"},
+    )
 
     def __len__(self) -> int:
         return len(self.jobs)

@@ -26,12 +26,12 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from conveyor.errors import Retry, Terminal
+from conveyor.control import Retry, Terminal
 from conveyor.job import Job
 from conveyor.retry import Backoff, BackoffPolicy
+from conveyor.task.registered import Task, TaskHost
 
 if TYPE_CHECKING:
-    from conveyor.app import App
     from conveyor.task.context import Context
 
 log = logging.getLogger("conveyor.notify")
@@ -121,12 +121,10 @@ class WebhookNotifier:
         self.timeout = timeout
         self.secret = secret
         self._post = post or http_post
-        self._app: App | None = None
+        self._app: TaskHost | None = None
 
-    def attach(self, app: App) -> None:
+    def attach(self, app: TaskHost) -> None:
         """Register the delivery task on ``app`` (``App(notifier=...)`` calls this)."""
-        from conveyor.app import Task
-
         self._app = app
         app.add(
             Task(

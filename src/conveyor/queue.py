@@ -10,11 +10,12 @@ import random
 import time
 from typing import Any, TypeVar
 
-from conveyor.backends.base import Backend, Session
 from conveyor.config import database_url, open_backend, parse_url
 from conveyor.contract import QueueAPI
+from conveyor.drivers.base import Driver, Session
+from conveyor.drivers.operations import Operation
 from conveyor.errors import ConveyorError, TransactionConflict
-from conveyor.ops import Announce, Call, Count, Once, Plan, Query
+from conveyor.ops import Announce, Call, Once, Plan
 from conveyor.ops.defaults import (
     DEFAULT_LEASE,
     DEFAULT_MAX_ATTEMPTS,
@@ -41,14 +42,14 @@ class Queue(QueueAPI):
 
     def __init__(
         self,
-        backend: Backend,
+        backend: Driver,
         *,
         max_payload_bytes: int | None = None,
         default_max_attempts: int = DEFAULT_MAX_ATTEMPTS,
         backoff: BackoffPolicy | None = None,
         worker_name: str | None = None,
     ) -> None:
-        self.backend = backend
+        self.driver = backend
         options: dict[str, Any] = {"max_attempts": default_max_attempts}
         if max_payload_bytes is not None:
             options["max_payload_bytes"] = max_payload_bytes
@@ -72,68 +73,66 @@ class Queue(QueueAPI):
                 attempt += 1
 
     def _run_once(self, call: Call[T]) -> T:
-        work = call.build(self.backend)
+        work = call.build(self.driver)
         if isinstance(work, Once):
-            rows = self.backend.write_once(
-                work.query.name, work.query.params, queues=work.queues, finished=work.finished
-            )
+            rows = self.driver.write_once(work.op, queues=work.queues, finished=work.finished)
             if rows or work.if_empty is None:
                 return work.then(rows)
             plan = work.if_empty()
         else:
             plan = work
         if call.write:
-            with self.backend.session(conn=call.conn) as session:
+            with self.driver.session(conn=call.conn) as session:
                 return drive(plan, session, writing=True)
         try:
-            with self.backend.session(write=False, conn=call.conn) as session:
+            with self.driver.session(write=False, conn=call.conn) as session:
                 return drive(plan, session, writing=False)
         except NeedsWrite:
-            again = call.build(self.backend)
+            again = call.build(self.driver)
             assert not isinstance(again, Once)
-            with self.backend.session(conn=call.conn) as session:
+            with self.driver.session(conn=call.conn) as session:
                 return drive(again, session, writing=True)
 
     # -- lifecycle ------------------------------------------------------------------
     def close(self) -> None:
-        self.backend.close()
+        self.driver.close()
 
     def migrate(self, target: int | None = None) -> list[int]:
-        return self.backend.migrate(target)
+        return self.driver.migrate(target)
 
     @property
     def url(self) -> str:
-        return self.backend.describe()
+        return self.driver.describe()
 
     @property
     def dialect(self) -> str:
         """``"sqlite"``, ``"postgresql"`` or ``"mysql"``."""
-        return self.backend.dialect
+        return self.driver.dialect
 
     @property
     def listens(self) -> bool:
         """Whether other processes' changes wake this one (LISTEN/NOTIFY)."""
-        return self.backend.supports_listen_notify
+        return self.driver.capabilities.listen_notify
 
     def schema_version(self) -> int:
         """The migration the database is at (0: no schema yet)."""
-        return self.backend.schema_version()
+        return self.driver.schema_version()
 
     @property
     def latest_schema_version(self) -> int:
         """The migration this release of conveyor brings the schema to."""
-        return self.backend.latest_version()
+        return self.driver.latest_version()
 
     def drop_schema(self) -> None:
         """Remove conveyor's tables and everything in them (tests, ``bench``)."""
-        self.backend.drop_schema()
+        self.driver.drop_schema()
 
     # -- waiting for changes -----------------------------------------------------------
     def generation(self) -> int:
-        return self.backend.generation()
+        return self.driver.generation()
 
     def wait_for_change(self, since: int, timeout: float) -> bool:
-        return self.backend.wait_for_change(since, timeout)
+        return self.driver.wait_for_change(since, timeout)
 
 
 class NeedsWrite(Exception):
@@ -141,17 +140,15 @@ class NeedsWrite(Exception):
 
 
 def drive(plan: Plan[T], session: Session, *, writing: bool) -> T:
-    """Run a plan's statements in ``session``; a statement's error is raised inside the
+    """Run a plan's operations in ``session``; an operation's error is raised inside the
     plan, which may handle it."""
     try:
         step = next(plan)
         while True:
             reply: Any = None
             try:
-                if isinstance(step, Query):
-                    reply = session.all(step.name, step.params)
-                elif isinstance(step, Count):
-                    reply = session.execute(step.name, step.params)
+                if isinstance(step, Operation):
+                    reply = session.run(step)
                 elif isinstance(step, Announce):
                     session.notify(queues=step.queues, finished=step.finished)
                 elif not writing:

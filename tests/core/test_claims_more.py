@@ -214,3 +214,35 @@ def _app_connection(q: conveyor.Queue, url: str) -> Any:
     schema = url.rsplit("schema=", 1)[1]
     conn = psycopg.connect(PG_URL, options=f"-c search_path={schema}")
     return contextlib.closing(conn)
+
+
+def test_a_claim_writes_the_endings_it_carries_in_its_own_transaction(q: conveyor.Queue) -> None:
+    done, broken, later, gone = (q.enqueue("t", max_attempts=1) for _ in range(4))
+    first = q.claim(limit=4)
+    assert len(first.jobs) == 4
+    q.cancel(gone.id)  # its worker's ending will be refused
+    fresh = q.enqueue("t")
+    report = conveyor.Report(
+        completed=[(done.id, first.id, {"ok": 1}), (gone.id, first.id, None)],
+        failed=[(broken.id, first.id, "boom", True, None)],
+        snoozed=[(later.id, first.id, 60)],
+    )
+    second = q.claim(limit=5, report=report, count_remaining=False)
+    assert second.reported == {
+        done.id: Status.COMPLETED,
+        broken.id: Status.FAILED,  # its one attempt is spent
+        later.id: Status.PENDING,
+    }
+    assert [j.id for j in second.jobs] == [fresh.id]  # the snoozed one is not due
+    assert q.get(done.id).result == {"ok": 1}
+    assert q.get(broken.id).error == "boom"
+    assert q.get(gone.id).status == Status.CANCELLED
+
+
+def test_a_claim_with_an_invalid_report_writes_nothing(q: conveyor.Queue) -> None:
+    job = q.enqueue("t")
+    first = q.claim()
+    with pytest.raises(InvalidArgument):
+        q.claim(report=conveyor.Report(failed=[(job.id, first.id, "x", "yes", None)]))
+    assert q.get(job.id).status == Status.RUNNING
+    assert q.claim(report=conveyor.Report()).reported == {}

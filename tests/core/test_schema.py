@@ -32,18 +32,18 @@ def fresh(backend_name: str, tmp_path: Path) -> Iterator[tuple[str, str]]:
 def test_step_by_step_migration_equals_a_fresh_schema(fresh: tuple[str, str]) -> None:
     at_once, stepwise = fresh
     with conveyor.connect(at_once) as q:
-        latest = q.backend.latest_version()
-        expected = q.backend.describe_schema()
-        assert q.backend.schema_version() == latest >= 2
+        latest = q.driver.latest_version()
+        expected = q.driver.describe_schema()
+        assert q.driver.schema_version() == latest >= 2
     for version in range(1, latest + 1):
         # Reconnect for every step, with data in the tables, as a real upgrade would.
         with conveyor.connect(stepwise, migrate=False) as q:
-            assert q.backend.schema_version() == version - 1
+            assert q.driver.schema_version() == version - 1
             assert q.migrate(target=version) == [version]
             if version == 1:
                 _insert_a_version_1_job(stepwise)
     with conveyor.connect(stepwise) as q:
-        assert q.backend.describe_schema() == expected
+        assert q.driver.describe_schema() == expected
         assert q.migrate() == []  # nothing left to do
         assert q.stats().pending == 1  # data survived the upgrade, and was counted
         job = q.claim("q").jobs[0]
@@ -83,7 +83,7 @@ def test_connect_is_idempotent_and_concurrent_safe(db_url: str) -> None:
 
     def open_and_close(_: int) -> int:
         with conveyor.connect(db_url) as q:
-            return q.backend.schema_version()
+            return q.driver.schema_version()
 
     with ThreadPoolExecutor(6) as pool:
         versions = list(pool.map(open_and_close, range(6)))
@@ -111,10 +111,10 @@ def test_sqlite_is_in_wal_mode_with_full_sync_by_default(tmp_path: Path) -> None
         mode = sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone()[0]
         assert mode == "wal"
     with conveyor.connect(f"sqlite:///{path}?synchronous=normal") as q:
-        conn = q.backend._conn  # type: ignore[attr-defined]
+        conn = q.driver._conn  # type: ignore[attr-defined]
         assert conn.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
     with conveyor.connect(f"sqlite:///{path}") as q:
-        conn = q.backend._conn  # type: ignore[attr-defined]
+        conn = q.driver._conn  # type: ignore[attr-defined]
         assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
 
 
@@ -233,7 +233,7 @@ def test_a_missing_mysql_driver_names_the_extra(
     import conveyor.aio
 
     monkeypatch.setitem(sys.modules, "pymysql", None)  # as if PyMySQL were not installed
-    for name in [m for m in sys.modules if m.startswith("conveyor.backends.mysql")]:
+    for name in [m for m in sys.modules if m.startswith("conveyor.drivers.mysql")]:
         monkeypatch.delitem(sys.modules, name)
     with pytest.raises(ConfigurationError, match=r"pip install 'conveyor\[mysql\]'"):
         if connect == "sync":

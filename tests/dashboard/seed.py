@@ -165,7 +165,7 @@ def _age(q: conveyor.Queue) -> None:
         "(SELECT json_group_array(json_set(value, '$.at', json_extract(value, '$.at') - "
         f"CASE WHEN {final} THEN {back} ELSE {back} / 2 END)) FROM json_each(errors))"
     )
-    with q.backend.session() as session:
+    with q.driver.session() as session:
         cur = getattr(session, "_cur")  # noqa: B009 - a fixture, not a queue operation
         cur.execute(
             f"UPDATE conveyor_jobs SET created_at = created_at - {back},"
@@ -186,7 +186,7 @@ def _throughput(q: conveyor.Queue) -> None:
         rows.append((minute, "downloads", int(wave), failed))
         rows.append((minute, "mail", int(wave / 3), 0))
     insert = "INSERT INTO conveyor_throughput (minute, queue, completed, failed) VALUES "
-    with q.backend.session() as session:
+    with q.driver.session() as session:
         cur = getattr(session, "_cur")  # noqa: B009 - a fixture, not a queue operation
         if q.dialect == "sqlite":
             values = [(int(m.timestamp()), queue, c, f) for m, queue, c, f in rows]

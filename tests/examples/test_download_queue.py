@@ -18,7 +18,7 @@ from fastapi.testclient import TestClient
 import conveyor
 from conveyor.client import RemoteQueue
 from conveyor.web import create_app
-from examples.download_queue import DownloadQueue, IDownloadQueue, JobStatus
+from examples.download_queue import DownloadQueue, IDownloadQueue, JobAlreadyProcessed, JobStatus
 from tests.examples.conftest import ENV, run_module
 
 
@@ -209,13 +209,17 @@ def test_enqueue_before_restart_dequeue_after_restart_job_persisted(
 
 WORKER = """
 import json, sys
-from examples.download_queue import DownloadQueue
+from examples.download_queue import DownloadQueue, JobAlreadyProcessed
 q = DownloadQueue(sys.argv[1])
 print("ready", flush=True)
 sys.stdin.readline()  # all start together
 done = []
 while (job := q.dequeue()) is not None:
-    if q.mark_in_progress(job.job_id):
+    try:
+        taken = q.mark_in_progress(job.job_id)
+    except JobAlreadyProcessed:  # another worker downloaded it since this one peeked
+        continue
+    if taken:
         q.mark_completed(job.job_id, f"/downloads/{job.message_id}.mp4")
         done.append(job.job_id)
 print(json.dumps(done))
@@ -287,3 +291,81 @@ def test_the_benchmark_runs(tmp_path: Path) -> None:
     figures = json.loads(proc.stdout)
     for target in ("sqlite", "serve"):
         assert {"enqueue", "dequeue", "while_draining", "rss_growth_mb"} <= set(figures[target])
+
+
+def test_a_job_held_by_a_crashed_bot_comes_back_through_dequeue_and_stats(db_url: str) -> None:
+    """No worker or server runs: the next dequeue or get_stats recovers expired leases."""
+    from datetime import timedelta
+
+    with DownloadQueue(db_url, lease=timedelta(seconds=0.2)) as bot:
+        job_id = bot.enqueue(1, "https://video.example/1")
+        assert bot.mark_in_progress(job_id)
+    time.sleep(0.4)  # the bot died holding it
+    with DownloadQueue(db_url) as restarted:
+        stats = restarted.get_stats()
+        assert (stats.queued_count, stats.in_progress_count) == (1, 0)
+    with DownloadQueue(db_url, lease=timedelta(seconds=0.2)) as bot:
+        assert bot.mark_in_progress(job_id)
+    time.sleep(0.4)
+    with DownloadQueue(db_url) as restarted:
+        job = restarted.dequeue()
+        assert job is not None and job.job_id == job_id and job.status == JobStatus.QUEUED
+
+
+def test_a_restarted_queue_completes_or_fails_what_its_predecessor_marked(db_url: str) -> None:
+    with DownloadQueue(db_url) as before:
+        done = before.enqueue(1, "https://video.example/1")
+        failed = before.enqueue(2, "https://video.example/2")
+        assert before.mark_in_progress(done) and before.mark_in_progress(failed)
+    with DownloadQueue(db_url) as after:
+        after.mark_completed(done, "/downloads/1.mp4")
+        after.mark_failed(failed, "HTTP Error 403: Forbidden")
+        assert after.get(done).status == JobStatus.COMPLETED  # type: ignore[union-attr]
+        job = after.get(failed)
+        assert job is not None and job.status == JobStatus.FAILED
+        assert job.error_message == "HTTP Error 403: Forbidden"
+        with pytest.raises(conveyor.InvalidTransition, match="not in progress"):
+            after.mark_completed(done, "/again.mp4")
+
+
+def test_mark_in_progress_on_a_processed_job_raises(downloads: DownloadQueue) -> None:
+    done = downloads.enqueue(1, "https://video.example/1")
+    failed = downloads.enqueue(2, "https://video.example/2")
+    for job_id in (done, failed):
+        assert downloads.mark_in_progress(job_id)
+    downloads.mark_completed(done, "/a.mp4")
+    downloads.mark_failed(failed, "nope")
+    for job_id in (done, failed):
+        with pytest.raises(JobAlreadyProcessed, match="Job already processed"):
+            downloads.mark_in_progress(job_id)
+
+
+def test_message_ids_beyond_64_bits_are_refused(downloads: DownloadQueue) -> None:
+    for too_big in (2**63, 2**64 + 5):
+        with pytest.raises(ValueError, match="message_id"):
+            downloads.enqueue(too_big, "https://video.example/a")
+    for bad_url in ("https://video.example/a\x00b", "https://video.example/a b"):
+        with pytest.raises(ValueError, match="url"):
+            downloads.enqueue(1, bad_url)
+    job_id = downloads.enqueue(2**63 - 1, "https://video.example/a")
+    assert downloads.get(job_id).message_id == 2**63 - 1  # type: ignore[union-attr]
+    assert downloads.get_stats().queued_count == 1
+
+
+def test_old_finished_jobs_are_pruned_as_jobs_are_enqueued(db_url: str) -> None:
+    from datetime import timedelta
+
+    with DownloadQueue(db_url, keep_finished=timedelta(0), prune_every=3) as downloads:
+        done = downloads.enqueue(1, "https://video.example/1")
+        failed = downloads.enqueue(2, "https://video.example/2")
+        for job_id in (done, failed):
+            assert downloads.mark_in_progress(job_id)
+        downloads.mark_completed(done, "/a.mp4")
+        downloads.mark_failed(failed, "nope")
+        assert downloads.get(done) is not None and downloads.get(failed) is not None
+        time.sleep(0.05)
+        queued = downloads.enqueue(3, "https://video.example/3")  # the third: prunes
+        assert downloads.get(done) is None and downloads.get(failed) is None
+        assert downloads.get(queued) is not None
+        stats = downloads.get_stats()
+        assert (stats.queued_count, stats.completed_count, stats.failed_count) == (1, 0, 0)

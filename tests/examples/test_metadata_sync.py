@@ -275,3 +275,81 @@ def test_the_demo_runs_from_another_directory(db_url: str, tmp_path: Path) -> No
     assert out["looked_up_twice"] == 0 and out["books_looked_up"] == 300
     assert out["reset_by_processing_id"] == 100 and out["remaining_after_it_got_its_id"] == 0
     assert out["queue"]["pending"] == 0 and out["queue"]["completed"] == 301
+
+
+def test_a_restart_does_not_hand_out_again_books_acknowledged_without_a_match(
+    db_url: str,
+) -> None:
+    first = Library(db_url)
+    with TestClient(create_api(first)) as api:
+        add_books(api, 150)
+        batch = api.get("/api/missing/hardcover").json()
+        batch = api.get(
+            "/api/missing/hardcover", params={"previousProcessingId": batch["processingId"]}
+        ).json()  # the first 100 acknowledged, no match found for any
+        done = api.get(
+            "/api/missing/hardcover", params={"previousProcessingId": batch["processingId"]}
+        ).json()
+        assert done["books"] == [] and done["remainingUnclaimed"] == 0
+    first.close()
+    restarted = Library(db_url)  # the server starts again
+    try:
+        with TestClient(create_api(restarted)) as api:
+            again = api.get("/api/missing/hardcover").json()
+            assert again["books"] == [] and again["remainingUnclaimed"] == 0
+            # A book whose id is cleared joins the queue again, restart or not.
+            book = add_books(api, 1, "Late")[0]
+            api.patch(f"/api/books/{book['id']}", json={"hardcoverId": "hc-1"})
+            api.patch(f"/api/books/{book['id']}", json={"hardcoverId": None})
+            claimed = api.get("/api/missing/hardcover").json()["books"]
+            assert [b["id"] for b in claimed] == [book["id"]]
+    finally:
+        restarted.close()
+
+
+def test_the_processing_id_is_a_canonical_uuid(api: TestClient, library: Library) -> None:
+    add_books(api, 3)
+    batch = api.get("/api/missing/hardcover").json()
+    pid = batch["processingId"]
+    assert str(uuid.UUID(pid)) == pid  # 8-4-4-4-12, lower case
+    released = api.delete(f"/api/admin/hardcover-queue/claims/{pid}").json()
+    assert released == {"resetCount": 3}
+    batch = api.get("/api/missing/hardcover").json()
+    acked = api.get(
+        "/api/missing/hardcover", params={"previousProcessingId": batch["processingId"]}
+    ).json()
+    assert acked["books"] == [] and library.q.stats(QUEUE).completed == 3
+    unknown = api.get("/api/missing/hardcover", params={"previousProcessingId": "not-a-uuid"})
+    assert unknown.status_code == 200 and unknown.json()["books"] == []
+
+
+def test_request_bodies_are_capped(api: TestClient) -> None:
+    answer = api.post(
+        "/api/books",
+        content=json.dumps({"title": "x" * 100_000}),
+        headers={"Content-Type": "application/json"},
+    )
+    assert answer.status_code == 413
+    assert answer.json()["error"]["code"] == "payload_too_large"
+
+    def chunks() -> Iterator[bytes]:  # no declared length: counted as it arrives
+        yield b'{"title": "'
+        for _ in range(100):
+            yield b"x" * 1024
+        yield b'"}'
+
+    streamed = api.post(
+        "/api/books", content=chunks(), headers={"Content-Type": "application/json"}
+    )
+    assert streamed.status_code == 413 and "error" in streamed.json()
+
+
+def test_a_nul_character_in_text_is_a_422(api: TestClient) -> None:
+    for answer in (
+        api.post("/api/books", json={"title": "Du\x00ne"}),
+        api.patch(f"/api/books/{add_books(api, 1)[0]['id']}", json={"hardcoverId": "hc\x00"}),
+        api.get("/api/books/a%00b"),
+        api.get("/api/missing/hardcover", params={"previousProcessingId": "a\x00"}),
+    ):
+        assert answer.status_code == 422, answer.text
+        assert "NUL" in answer.json()["error"]["message"]

@@ -31,3 +31,12 @@ def test_a_token_is_checked_on_every_request(db_url: str, start_server: Any) -> 
     assert right.status_code == 404 and right.json()["error"]["code"] == "not_found"
     missing = httpx.get(f"{server.url}/nowhere", headers={"Authorization": "Bearer s3cret"})
     assert missing.status_code == 404 and "no route matches GET /nowhere" in missing.text
+
+
+def test_the_book_pipeline_refuses_a_missing_token_in_its_own_format(
+    db_url: str, start_server: Any
+) -> None:
+    server = start_server("book_pipeline", db_url, "--token", "s3cret", workers=0)
+    anonymous = httpx.get(f"{server.url}/admin/books/b1/pages")
+    assert anonymous.status_code == 401
+    assert anonymous.json() == {"detail": "send Authorization: Bearer <token>"}

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import conveyor
-from conveyor.backends.sqlite.watch import FileWatch
+from conveyor.drivers.sqlite.watch import FileWatch
 from conveyor.job import Status
 from tests.worker.conftest import running
 from tests.worker.procs import REPO, wait_for
@@ -45,7 +45,7 @@ def test_wait_for_change_hears_a_commit_made_by_another_process(
     url = sqlite_url(tmp_path)
     q = conveyor.connect(url)
     try:
-        assert q.backend.hears_other_processes
+        assert q.driver.hears_other_processes
         q.wait_for_change(q.generation(), 0.5)  # starts the watch (which looks once)
         since = q.generation()
         assert not q.wait_for_change(since, 0.5)  # quiet: nothing to hear

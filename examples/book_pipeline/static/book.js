@@ -10,6 +10,7 @@
   const base = "/admin/books/" + encodeURIComponent(bookId);
   const $ = (id) => document.getElementById(id);
   let timer = null;
+  let resumeOcr = false; // the failed job shown is an OCR batch: resuming OCRs its pages left
 
   function show(id, visible) {
     $(id).hidden = !visible;
@@ -26,7 +27,7 @@
     const answer = await fetch(base + path, options);
     const data = await answer.json().catch(() => null);
     if (!answer.ok) {
-      const message = data && data.error ? data.error.message : "HTTP " + answer.status;
+      const message = (data && data.detail) || "HTTP " + answer.status;
       throw new Error(message);
     }
     return data;
@@ -100,8 +101,10 @@
         list.appendChild(item);
       }
       const extraction = job.job_type === "extraction";
-      $("resume").textContent = "Resume from Page " + ((last || 0) + 1);
-      show("resume", extraction && last !== null);
+      const ocr = job.job_type === "ocr_batch";
+      resumeOcr = ocr;
+      $("resume").textContent = last !== null ? "Resume from Page " + (last + 1) : "Resume";
+      show("resume", (extraction && last !== null) || ocr);
       show("restart", extraction);
     }
   }
@@ -156,7 +159,11 @@
   }
 
   $("generate").addEventListener("click", () => act(() => call("POST", "/generate-guidelines", {})));
-  $("resume").addEventListener("click", () => act(() => call("POST", "/generate-guidelines", { resume: true })));
+  $("resume").addEventListener("click", () =>
+    act(() =>
+      resumeOcr ? call("POST", "/pages/resume-ocr") : call("POST", "/generate-guidelines", { resume: true }),
+    ),
+  );
   $("restart").addEventListener("click", () => act(() => call("POST", "/generate-guidelines", { start_page: 1 })));
   $("finalize").addEventListener("click", () => act(() => call("POST", "/finalize")));
   $("upload").addEventListener("submit", (event) => {

@@ -20,8 +20,8 @@ from typing import Any
 import conveyor
 from conveyor.aio.contract import AsyncQueueAPI
 from conveyor.aio.queue import AsyncQueue
-from conveyor.backends.aio import AsyncBackend
 from conveyor.config import database_url, parse_url
+from conveyor.drivers.aio import AsyncDriver
 from conveyor.errors import ConfigurationError
 from conveyor.ops.defaults import Defaults
 
@@ -45,25 +45,25 @@ async def connect(
             conveyor.connect, target, migrate=migrate, schema=schema, **options
         )
         return AsyncQueue(queue)
-    backend: AsyncBackend
+    backend: AsyncDriver
     if settings.backend == "mysql":
         try:  # PyMySQL and aiomysql are an optional extra
-            from conveyor.backends.mysql.aio import AsyncMySQLBackend
+            from conveyor.drivers.mysql.aio import AsyncMySQLDriver
         except ImportError as exc:
             raise ConfigurationError(
                 f"MySQL needs PyMySQL and aiomysql: pip install 'conveyor[mysql]' ({exc})"
             ) from None
-        mysql = AsyncMySQLBackend(settings.target, **settings.backend_options)
+        mysql = AsyncMySQLDriver(settings.target, **settings.backend_options)
         backend, opening = mysql, mysql.open
     else:
         try:  # psycopg is an optional extra: imported when a PostgreSQL URL asks for it
-            from conveyor.backends.postgres.aio import AsyncPostgresBackend
+            from conveyor.drivers.postgres.aio import AsyncPostgresDriver
         except ImportError as exc:
             raise ConfigurationError(
                 "PostgreSQL needs psycopg 3 and psycopg_pool: "
                 f"pip install 'conveyor[postgres]' ({exc})"
             ) from None
-        postgres = AsyncPostgresBackend(settings.target, **settings.backend_options)
+        postgres = AsyncPostgresDriver(settings.target, **settings.backend_options)
         backend, opening = postgres, postgres.open
     if migrate:  # migrations take their lock on a short-lived synchronous connection
         migrated = await asyncio.to_thread(

@@ -11,11 +11,11 @@ import httpx
 
 from conveyor.aio.contract import AsyncQueueAPI
 from conveyor.client import (
-    MISSING_IS_NONE,
     answer,
     content_headers,
     decode,
     encode_body,
+    missing_is_none,
     query_params,
     request_for,
     watch_request,
@@ -60,7 +60,7 @@ class AsyncRemoteQueue(AsyncQueueAPI):
         try:
             data, status = await self._send(method, path, body, query)
         except JobNotFound:
-            if call.op in MISSING_IS_NONE:
+            if missing_is_none(call.op):
                 return None  # type: ignore[return-value]
             raise
         result: T = decode(call.op, data, status)

@@ -12,9 +12,10 @@ import time
 from typing import Any, TypeVar
 
 from conveyor.aio.contract import AsyncQueueAPI
-from conveyor.backends.aio import AsyncBackend, AsyncSession
+from conveyor.drivers.aio import AsyncDriver, AsyncSession
+from conveyor.drivers.operations import Operation
 from conveyor.errors import ConveyorError, TransactionConflict
-from conveyor.ops import Announce, Call, Count, Once, Plan, Query
+from conveyor.ops import Announce, Call, Once, Plan
 from conveyor.ops.defaults import Defaults
 from conveyor.queue import CONFLICT_RETRIES, NeedsWrite, Queue, conflict_pause
 
@@ -27,11 +28,11 @@ class AsyncQueue(AsyncQueueAPI):
     """A job queue in a SQL database, for asyncio. Build one with
     ``await conveyor.aio.connect(url)``."""
 
-    def __init__(self, backend: AsyncBackend | Queue, *, defaults: Defaults | None = None) -> None:
+    def __init__(self, backend: AsyncDriver | Queue, *, defaults: Defaults | None = None) -> None:
         self._listening = False
         if isinstance(backend, Queue):
             self._threaded: Queue | None = backend
-            self._backend: AsyncBackend | None = None
+            self._backend: AsyncDriver | None = None
             self.defaults = backend.defaults
         else:
             self._threaded, self._backend = None, backend
@@ -56,9 +57,7 @@ class AsyncQueue(AsyncQueueAPI):
         assert backend is not None
         work = call.build(backend)
         if isinstance(work, Once):
-            rows = await backend.write_once(
-                work.query.name, work.query.params, queues=work.queues, finished=work.finished
-            )
+            rows = await backend.write_once(work.op, queues=work.queues, finished=work.finished)
             if rows or work.if_empty is None:
                 return work.then(rows)
             plan = work.if_empty()
@@ -92,7 +91,7 @@ class AsyncQueue(AsyncQueueAPI):
     @property
     def listens(self) -> bool:
         """Whether other processes' changes wake this one (LISTEN/NOTIFY)."""
-        return self._backend is not None and self._backend.supports_listen_notify
+        return self._backend is not None and self._backend.capabilities.listen_notify
 
     # -- waiting for changes -----------------------------------------------------------
     def generation(self) -> int:
@@ -106,7 +105,7 @@ class AsyncQueue(AsyncQueueAPI):
             return await self._backend.wait_for_change(since, timeout)
         threaded = self._threaded
         assert threaded is not None
-        if threaded.backend.hears_other_processes and not self._listening:
+        if threaded.driver.hears_other_processes and not self._listening:
             # A synchronous queue starts its listener (PostgreSQL) or watcher (SQLite)
             # thread on the first wait; from then on its counter moves with other
             # processes' changes.
@@ -122,16 +121,14 @@ class AsyncQueue(AsyncQueueAPI):
 
 
 async def drive(plan: Plan[T], session: AsyncSession) -> T:
-    """Run a plan's statements in ``session`` (the twin of ``conveyor.queue.drive``)."""
+    """Run a plan's operations in ``session`` (the twin of ``conveyor.queue.drive``)."""
     try:
         step = next(plan)
         while True:
             reply: Any = None
             try:
-                if isinstance(step, Query):
-                    reply = await session.all(step.name, step.params)
-                elif isinstance(step, Count):
-                    reply = await session.execute(step.name, step.params)
+                if isinstance(step, Operation):
+                    reply = await session.run(step)
                 elif isinstance(step, Announce):
                     session.notify(queues=step.queues, finished=step.finished)
             except ConveyorError as exc:

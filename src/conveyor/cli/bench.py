@@ -193,7 +193,7 @@ def scratch_queue(url: str | None = None) -> Iterator[Queue]:
                 Path(f"{path}{suffix}").unlink(missing_ok=True)
         return
     if settings.backend == "mysql":
-        from conveyor.backends.mysql.dialect import scratch_database
+        from conveyor.drivers.mysql.dialect import scratch_database
 
         with (
             scratch_database(url, f"conveyor_bench_{tag}") as scratch,

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Annotated, Any, NoReturn
 
@@ -27,15 +28,76 @@ from conveyor.config import database_url, parse_url
 from conveyor.errors import InvalidArgument
 from conveyor.ops.defaults import Defaults
 from conveyor.ops.enqueue import enqueue_many as checked_enqueue_many
+from conveyor.options import ITEM_FIELDS, OPTIONS, Option
 
 # Lines per transaction when enqueueing from a file: big enough to batch the commits,
 # small enough that the progress bar moves.
 FILE_CHUNK = 500
-_LINE_FIELDS = {"task", "payload", "queue", "key", "priority", "run_at", "max_attempts",
-                "subscriber"}  # fmt: skip
+# The options the command line carries (a connection is only a library's to give).
+CLI_OPTIONS = {name: o for name, o in OPTIONS.items() if not o.local}
+# A line of --file: the fields of an item of a batch.
+LINE_FIELDS = ITEM_FIELDS
+
+
+def _flag(option: Option) -> inspect.Parameter:
+    """The command-line parameter of an enqueue option: a flag named after it, its
+    value as text (parsed by ``_option_value``) or a number, its default the option's."""
+    kind: Any = str if option.default is not None else str | None
+    extra: dict[str, Any] = {}
+    if option.kind in ("int32", "attempts"):
+        kind = int if option.default is not None else int | None
+        extra["metavar"] = option.metavar or "N"
+    elif option.choices:
+        extra["metavar"] = "/".join(option.choices)
+    else:
+        extra["metavar"] = option.metavar or option.kind.upper()
+    text = option.help
+    if option.kind == "job_ids":
+        text += " Comma-separated: 12,13."
+    info = typer.Option(*option.cli_flags, help=text, **extra)
+    return inspect.Parameter(
+        option.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=option.default,
+        annotation=Annotated[kind, info],
+    )  # fmt: skip
+
+
+def with_option_flags(command: Callable[..., None]) -> Callable[..., None]:
+    """``command`` (which takes the options as ``**options``) with one flag per enqueue
+    option, after its ``payload``: the flags are read from ``conveyor.options``."""
+    signature = inspect.signature(command, eval_str=True)
+    before: list[inspect.Parameter] = []
+    after: list[inspect.Parameter] = []
+    for parameter in signature.parameters.values():
+        if parameter.kind is inspect.Parameter.VAR_KEYWORD:
+            continue
+        (after if (before and before[-1].name == "payload") or after else before).append(parameter)
+    flags = [_flag(o) for o in CLI_OPTIONS.values()]
+    params = [*before, *flags, *after]
+    command.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+    command.__annotations__ = {p.name: p.annotation for p in params} | {"return": None}
+    return command
+
+
+def _option_value(name: str, value: Any) -> Any:
+    """A flag's text as the option's value."""
+    option = CLI_OPTIONS[name]
+    flag = option.cli_flags[0]
+    if value is None or not isinstance(value, str) or option.choices:
+        return value
+    if option.kind == "time":
+        return parse_time(value, flag)
+    if option.kind == "seconds":
+        return parse_duration(value, flag)
+    if option.kind == "job_ids":
+        try:
+            return [int(part) for part in value.split(",") if part.strip()]
+        except ValueError:
+            raise invalid(f"{flag}: expected job ids separated by commas, got {value!r}") from None
+    return value
 
 
 @app.command(rich_help_panel=PANEL_JOBS)
+@with_option_flags
 def enqueue(
     task: Annotated[str | None, typer.Argument(help="Task name, e.g. emails.send.")] = None,
     payload: Annotated[
@@ -44,26 +106,11 @@ def enqueue(
             "--payload", "-p", help="JSON payload, or @file.json to read it.", metavar="JSON"
         ),
     ] = None,
-    queue: Annotated[str, typer.Option("--queue", "-q", help="Queue name.")] = "default",
-    key: Annotated[
-        str | None, typer.Option("--key", "-k", help="Dedupe key: one active job per key.")
-    ] = None,
-    priority: Annotated[int, typer.Option(help="Lower runs first.")] = 0,
-    run_at: Annotated[
-        str | None,
-        typer.Option(
-            "--run-at", help="Not before this time (ISO 8601, with zone).", metavar="TIME"
-        ),
-    ] = None,
     delay: Annotated[
         str | None,
         typer.Option(
             "--delay", help="Not before this long from now (30s, 10m, 2h).", metavar="DURATION"
         ),
-    ] = None,
-    max_attempts: Annotated[
-        int | None,
-        typer.Option("--max-attempts", help="Attempts before it fails for good.", metavar="N"),
     ] = None,
     file: Annotated[
         str | None,
@@ -76,38 +123,43 @@ def enqueue(
     ] = None,
     db: DbOption = None,
     as_json: JsonOption = False,
+    **options: Any,
 ) -> None:
     """Add a job to a queue (or many, with --file).
 
     Each line of a --file is an object with the fields of one job: task (required),
-    payload, queue, key, priority, run_at (ISO 8601), max_attempts, subscriber. --queue
-    is the default for lines that name none. Every line is checked first: if any is
-    bad, each bad line is reported (file:line:column) and nothing is enqueued."""
+    payload, queue, key, priority, run_at (ISO 8601), max_attempts, subscriber, group,
+    after (a list of job ids), on_dependency_failure: the options an item of a batch may
+    set. --queue is the default for lines that name none. Every line is checked first:
+    if any is bad, each bad line is reported (file:line:column) and nothing is enqueued."""
+    queue = options["queue"]
     if file is not None:
-        if task is not None or payload is not None or key is not None:
+        given = [CLI_OPTIONS[n].cli_flags[0] for n, v in options.items()
+                 if n != "queue" and v != CLI_OPTIONS[n].default]  # fmt: skip
+        if task is not None or payload is not None or delay is not None or given:
             raise usage("give either a TASK (with its options) or --file, not both")
         _enqueue_file(file, queue=queue, db=db, as_json=as_json)
         return
     if task is None:
         raise usage("a TASK name is required (or --file)")
-    if run_at is not None and delay is not None:
+    if options["run_at"] is not None and delay is not None:
         raise usage("give --run-at or --delay, not both")
     data = _parse_payload(payload)
-    when = parse_time(run_at) if run_at is not None else None
+    chosen = {name: _option_value(name, value) for name, value in options.items()}
     wait = parse_duration(delay, "--delay") if delay is not None else None
     with open_queue(db, create=True) as q:
         if wait is not None:
             try:
-                when = q.now() + wait  # the database clock, which every worker agrees on
+                chosen["run_at"] = q.now() + wait  # the database clock, which workers agree on
             except OverflowError:
                 raise invalid(f"--delay: {delay!r} reaches past the year 9999") from None
-        job = q.enqueue(task, data, queue=queue, key=key, priority=priority, run_at=when,
-                        max_attempts=max_attempts)  # fmt: skip
+        job = q.enqueue(task, data, **chosen)
     if as_json:
         print_json(job.to_dict())
     elif job.deduplicated:
         say(f"job {job.id} with key {job.key!r} is already {job.status}; nothing added")
     else:
+        when = chosen["run_at"]
         later = f", not before {job.run_at.isoformat(timespec='seconds')}" if when else ""
         say(f"enqueued job {job.id} ({job.task} on queue {job.queue}{later})")
 
@@ -213,7 +265,7 @@ def _parse_line(defaults: Defaults, text: str, queue: str) -> dict[str, Any]:
     start = len(text) - len(text.lstrip()) + 1
     if not isinstance(item, dict):
         raise _BadLine(start, f"expected a JSON object with a task, got {type(item).__name__}")
-    unknown = sorted(set(item) - _LINE_FIELDS)
+    unknown = sorted(set(item) - LINE_FIELDS)
     if unknown:
         raise _BadLine(_column(text, unknown[0], start), f"unknown field(s) {', '.join(unknown)}")
     if "task" not in item:

@@ -12,6 +12,7 @@ HTTP client."""
 from __future__ import annotations
 
 import logging
+import threading
 
 from conveyor.errors import DatabaseError
 from conveyor.notify import DeliveryFailed, Notifier, Redelivery
@@ -31,9 +32,20 @@ class Dispatcher:
         self.queue = queue
         self.notifier = notifier
         self.batch = batch
+        # Passes run one at a time, and count what they told: a burst worker about to
+        # exit learns from ``told_total`` whether any pass (its own or the maintenance
+        # thread's) enqueued work since it last looked.
+        self._lock = threading.Lock()
+        self.told_total = 0
 
     def run_once(self) -> int:
         """One pass; returns how many subscribers were told."""
+        with self._lock:
+            told = self._pass()
+            self.told_total += told
+        return told
+
+    def _pass(self) -> int:
         redelivery = getattr(self.notifier, "redelivery", None)
         if not isinstance(redelivery, Redelivery):
             redelivery = Redelivery()

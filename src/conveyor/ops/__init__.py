@@ -1,12 +1,13 @@
 """The operations of the contract, each written once as a *call*: its arguments checked,
 and a *plan* that carries out the job logic against the database.
 
-A plan is a generator. It yields the named statements it needs (``Query``, ``Count``),
-receives their rows (or the number of rows changed), says what to announce once the
-transaction commits (``Announce``), and returns the operation's result. It never touches
-a connection, so the same plan runs in the synchronous ``Queue`` and the asynchronous
-``AsyncQueue``, on SQLite and on PostgreSQL. The hottest operations are a single
-statement committed on its own: those build a ``Once`` instead of a generator.
+A plan is a generator. It yields the driver operations it needs
+(``conveyor.drivers.operations``), receives their rows (or the number of rows changed),
+says what to announce once the transaction commits (``Announce``), and returns the
+operation's result. It never touches a connection, so the same plan runs in the
+synchronous ``Queue`` and the asynchronous ``AsyncQueue``, on every database. The
+hottest operations are a single driver operation committed on its own: those build a
+``Once`` instead of a generator. What a job may go through is ``conveyor.machine``'s.
 
 A remote queue runs no plans: it sends the call's ``op`` and checked ``args`` over HTTP.
 """
@@ -18,26 +19,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, Protocol, TypeVar
 
+from conveyor.drivers.operations import Operation
 from conveyor.job import Job
 
 T = TypeVar("T")
 Row = Mapping[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class Query:
-    """Run a named statement; the plan is sent its rows."""
-
-    name: str
-    params: Mapping[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class Count:
-    """Run a named statement; the plan is sent how many rows it changed."""
-
-    name: str
-    params: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,19 +42,19 @@ class Upgrade:
     write transaction this step does nothing."""
 
 
-Step = Query | Count | Announce | Upgrade
+Step = Operation[Any] | Announce | Upgrade
 Plan = Generator[Step, Any, T]
 
 
 @dataclass(frozen=True, slots=True)
 class Once(Generic[T]):
-    """A single statement committed on its own; ``then`` turns its rows into the result.
+    """A single operation committed on its own; ``then`` turns its rows into the result.
     What it announces is known before it runs (PostgreSQL sends it in the same round
     trip), and is announced only when the statement changed something. When it returns
     no rows and ``if_empty`` is given, that plan runs next, in a transaction of its own,
     and gives the result instead."""
 
-    query: Query
+    op: Operation[list[Row]]
     then: Callable[[list[Row]], T]
     queues: tuple[str, ...] = ()
     finished: tuple[int, ...] = ()

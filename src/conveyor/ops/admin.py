@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, NoReturn
 
+from conveyor import machine
 from conveyor import validation as check
+from conveyor.drivers import operations as db
 from conveyor.errors import DuplicateJob, InvalidArgument, InvalidTransition, JobNotFound
 from conveyor.job import ACTIVE_STATUSES, Job
-from conveyor.ops import Announce, Call, Count, Plan, Query, Values
+from conveyor.ops import Announce, Call, Plan, Values
 from conveyor.ops.defaults import Defaults, job_id
 from conveyor.retry import seconds
 
@@ -20,18 +22,18 @@ def retry(job: Any, *, reset_attempts: Any = True) -> Call[Job]:
     jid = job_id(job)
     if not isinstance(reset_attempts, bool):
         raise InvalidArgument(f"reset_attempts: expected true or false, got {reset_attempts!r}")
-    query = "reopen_job" if reset_attempts else "reopen_job_within_attempts"
+    reopen = db.ReopenJob if reset_attempts else db.ReopenJobWithinAttempts
 
     def build(v: Values) -> Plan[Job]:
         try:
-            rows = yield Query(query, {"id": jid})
+            rows = yield reopen(id=jid)
         except DuplicateJob:
             raise InvalidTransition(
                 f"cannot retry job {jid}: another active job has its key"
             ) from None
         if not rows:
             if reset_attempts:
-                yield from refuse_status(jid, "retry", "completed, failed or cancelled")
+                yield from refuse_status(jid, "retry")
             yield from refuse_spent(jid)
         yield Announce(queues=[rows[0]["queue"]])
         return v.decode_job(rows[0])
@@ -40,14 +42,12 @@ def retry(job: Any, *, reset_attempts: Any = True) -> Call[Job]:
 
 
 def refuse_spent(job: int) -> Plan[NoReturn]:
-    rows = yield Query("get_job", {"id": job})
+    rows = yield db.GetJob(id=job)
     if not rows:
         raise JobNotFound(f"cannot retry job {job}: it does not exist")
     row = rows[0]
-    if row["status"] not in ("failed", "cancelled"):
-        raise InvalidTransition(
-            f"cannot retry job {job}: expected status failed or cancelled, found {row['status']}"
-        )
+    if row["status"] not in machine.transition("retry_within_attempts").sources:
+        raise InvalidTransition(machine.refusal(job, "retry_within_attempts", row["status"]))
     raise InvalidTransition(
         f"cannot retry job {job}: its attempts are spent "
         f"({row['attempts']} of {row['max_attempts']})"
@@ -59,9 +59,9 @@ def cancel(job: Any) -> Call[Job]:
     jid = job_id(job)
 
     def build(v: Values) -> Plan[Job]:
-        rows = yield Query("cancel_job", {"id": jid})
+        rows = yield db.CancelJob(id=jid)
         if not rows:
-            yield from refuse_status(jid, "cancel", "pending or running")
+            yield from refuse_status(jid, "cancel")
         yield Announce(finished=[jid])
         return v.decode_job(rows[0])
 
@@ -75,15 +75,16 @@ def complete_by_key(
     ``include_failed`` the failed ones too (reconciliation)."""
     if not isinstance(include_failed, bool):
         raise InvalidArgument(f"include_failed: expected true or false, got {include_failed!r}")
-    statuses = ["pending", "running", *(["failed"] if include_failed else [])]
-    params = {
+    transitions = ("complete_by_key", "complete_failed_by_key")
+    statuses = [str(s) for s in machine.sources(*transitions[: 2 if include_failed else 1])]
+    params: dict[str, Any] = {
         "key": check.name(key, "key", max_length=check.MAX_KEY_LENGTH),
         "queue": check.name(queue, "queue"),
         "result": check.encode_json(result, "result", max_bytes=d.max_payload_bytes),
     }
 
     def build(v: Values) -> Plan[int]:
-        rows = yield Query("complete_by_key", {**params, "statuses": v.json_param(statuses)})
+        rows = yield db.CompleteByKey(**params, statuses=v.json_param(statuses))
         yield Announce(finished=[r["id"] for r in rows])
         return len(rows)
 
@@ -104,17 +105,17 @@ def prune(*, older_than: Any, statuses: Iterable[str]) -> Call[int]:
     names = [str(s) for s in wanted]
 
     def build(v: Values) -> Plan[int]:
-        params = {"statuses": v.json_param(names), "older_than_s": older_than_s}
-        removed: int = yield Count("prune_jobs", params)
+        params: dict[str, Any] = {"statuses": v.json_param(names), "older_than_s": older_than_s}
+        removed: int = yield db.PruneJobs(**params)
         return removed
 
     return Call("prune", {"older_than": older_than_s, "statuses": names}, build)
 
 
-def refuse_status(job: int, verb: str, expected: str) -> Plan[NoReturn]:
-    rows = yield Query("get_job", {"id": job})
+def refuse_status(job: int, transition: str) -> Plan[NoReturn]:
+    """A guarded write of ``transition`` changed nothing: say why, in the table's words."""
+    rows = yield db.GetJob(id=job)
     if not rows:
-        raise JobNotFound(f"cannot {verb} job {job}: it does not exist")
-    raise InvalidTransition(
-        f"cannot {verb} job {job}: expected status {expected}, found {rows[0]['status']}"
-    )
+        t = machine.transition(transition)
+        raise JobNotFound(f"cannot {t.verb or t.name} job {job}: it does not exist")
+    raise InvalidTransition(machine.refusal(job, transition, rows[0]["status"]))

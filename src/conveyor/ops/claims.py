@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from typing import Any
 
 from conveyor import validation as check
+from conveyor.drivers import operations as db
 from conveyor.job import Claim, Job, Status
-from conveyor.ops import Announce, Call, Once, Plan, Query, Row, Values
+from conveyor.ops import Announce, Call, Once, Plan, Row, Values
 from conveyor.ops.admin import refuse_status
 from conveyor.ops.defaults import MAX_CLAIM, Defaults, claim_id, job_id, queue_names
 from conveyor.ops.flow import claim_controlled
+from conveyor.ops.leases import recover_leases
+from conveyor.ops.reports import CheckedReport, check_report, write_report
 from conveyor.retry import seconds
 
 # Claims that count what remains fold the count deltas once this many pile up.
@@ -26,6 +30,7 @@ def claim(
     worker: Any,
     ack: Any,
     count_remaining: Any,
+    report: Any = None,
 ) -> Call[Claim]:
     """Up to ``limit`` claimable jobs, by priority then FIFO, under one new claim id."""
     name = check.name(queue, "queue")
@@ -34,45 +39,58 @@ def claim(
     who = check.name(worker, "worker") if worker is not None else d.worker_name
     previous = None if ack is None else check.text(ack, "ack", max_length=200)
     counting = bool(count_remaining)
+    endings = None if report is None or not report else check_report(d, report)
     args = {"queue": name, "limit": limit, "lease": lease_s, "worker": worker, "ack": previous,
-            "count_remaining": counting}  # fmt: skip
+            "count_remaining": counting,
+            "report": None if endings is None else endings.wire}  # fmt: skip
 
     def build(v: Values) -> Plan[Claim] | Once[Claim]:
-        params = {"queue": name, "limit": limit, "lease_s": lease_s,
+        params: dict[str, Any] = {"queue": name, "limit": limit, "lease_s": lease_s,
                   "claim_id": uuid.uuid4().hex, "worker": who}  # fmt: skip
-        if previous or counting:
-            return _claim(v, params, previous, counting)
+        if previous or counting or endings:
+            return _claim(v, d, params, previous, counting, endings)
         # A worker's claim: one statement, unless it found nothing (see _claim).
         return Once(
-            Query("claim_jobs", params),
+            db.ClaimJobs(**params),
             lambda rows: _made(v, params, rows, remaining=None, acked=0),
-            if_empty=lambda: _claim(v, params, None, False),
+            if_empty=lambda: _claim(v, d, params, None, False, None),
         )
 
     return Call("claim", args, build)
 
 
-def _claim(v: Values, params: dict[str, Any], previous: str | None, counting: bool) -> Plan[Claim]:
+def _claim(
+    v: Values,
+    d: Defaults,
+    params: dict[str, Any],
+    previous: str | None,
+    counting: bool,
+    endings: CheckedReport | None,
+) -> Plan[Claim]:
+    reported: dict[int, Status] = {}
+    if endings is not None:
+        reported = yield from write_report(v, d, endings)
     acked: list[Row] = []
     if previous:
-        acked = yield Query("ack_claim", {"claim_id": previous})
+        acked = yield db.AckClaim(claim_id=previous)
         yield Announce(finished=[r["id"] for r in acked])
     # This statement takes nothing at all from a queue under flow control (pause,
     # limits), so only a claim that found nothing needs to look whether that is why.
-    rows = yield Query("claim_jobs", params)
+    rows = yield db.ClaimJobs(**params)
     if not rows:
-        settings = yield Query("lock_queue_settings", {"queue": params["queue"]})
+        settings = yield db.LockQueueSettings(queue=params["queue"])
         if settings and settings[0]["controlled"]:
             rows = yield from claim_controlled(v, settings[0], params)
     remaining = None
     if counting:
-        counted = yield Query("count_claimable", {"queue": params["queue"]})
+        counted = yield db.CountClaimable(queue=params["queue"])
         remaining = max(0, int(counted[0]["n"]))
         if int(counted[0]["deltas"]) >= FOLD_AFTER:
             # Counting reads the count deltas: fold them once they pile up (a second
             # folder at the same moment finds the lock taken and folds nothing).
-            yield Query("fold_counts")
-    return _made(v, params, rows, remaining=remaining, acked=len(acked))
+            yield db.FoldCounts()
+    claim = _made(v, params, rows, remaining=remaining, acked=len(acked))
+    return replace(claim, reported=reported) if reported else claim
 
 
 def _made(
@@ -93,10 +111,9 @@ def claim_job(d: Defaults, job: Any, *, lease: Any, worker: Any) -> Call[Claim]:
 
     def build(v: Values) -> Plan[Claim]:
         new_claim = uuid.uuid4().hex
-        params = {"id": jid, "lease_s": lease_s, "claim_id": new_claim, "worker": who}
-        rows = yield Query("claim_job", params)
+        rows = yield db.ClaimJob(id=jid, lease_s=lease_s, claim_id=new_claim, worker=who)
         if not rows:
-            yield from refuse_status(jid, "claim", "pending, with its dependencies met")
+            yield from refuse_status(jid, "claim_job")
         found = v.decode_job(rows[0])
         return Claim(id=new_claim, queue=found.queue, jobs=[found])
 
@@ -108,7 +125,7 @@ def ack(claim: Any) -> Call[int]:
     held = claim_id(claim)
 
     def build(v: Values) -> Plan[int]:
-        rows = yield Query("ack_claim", {"claim_id": held})
+        rows = yield db.AckClaim(claim_id=held)
         yield Announce(finished=[r["id"] for r in rows])
         return len(rows)
 
@@ -121,8 +138,8 @@ def release(claim: Any, *, queue: Any = None) -> Call[int]:
     queues = queue_names(queue)
 
     def build(v: Values) -> Plan[int]:
-        params = {"claim_id": held, "queues": _json_or_none(v, queues)}
-        rows = yield Query("release_claim", params)
+        params: dict[str, Any] = {"claim_id": held, "queues": _json_or_none(v, queues)}
+        rows = yield db.ReleaseClaim(**params)
         yield Announce(queues={r["queue"] for r in rows})
         return len(rows)
 
@@ -134,9 +151,9 @@ def release_job(job: Any) -> Call[Job]:
     jid = job_id(job)
 
     def build(v: Values) -> Plan[Job]:
-        rows = yield Query("release_job", {"id": jid})
+        rows = yield db.ReleaseJob(id=jid)
         if not rows:
-            yield from refuse_status(jid, "release", "running")
+            yield from refuse_status(jid, "release_job")
         yield Announce(queues=[rows[0]["queue"]])
         return v.decode_job(rows[0])
 
@@ -150,8 +167,8 @@ def reset_claims(older_than: Any, *, queue: Any = None) -> Call[int]:
     queues = queue_names(queue)
 
     def build(v: Values) -> Plan[int]:
-        params = {"older_than_s": older_than_s, "queues": _json_or_none(v, queues)}
-        rows = yield Query("reset_claims", params)
+        params: dict[str, Any] = {"older_than_s": older_than_s, "queues": _json_or_none(v, queues)}
+        rows = yield db.ResetClaims(**params)
         yield Announce(queues={r["queue"] for r in rows})
         return len(rows)
 
@@ -164,13 +181,8 @@ def recover(*, queue: Any = None) -> Call[int]:
     queues = queue_names(queue)
 
     def build(v: Values) -> Plan[int]:
-        params = {"queues": _json_or_none(v, queues), "id": None}
-        rows = yield Query("recover_expired", params)
-        yield Announce(
-            queues={r["queue"] for r in rows if r["status"] == Status.PENDING},
-            finished=[r["id"] for r in rows if r["status"] == Status.FAILED],
-        )
-        return len(rows)
+        recovered = yield from recover_leases(v, queues=_json_or_none(v, queues))
+        return recovered
 
     return Call("recover", {"queue": queues}, build)
 

@@ -6,24 +6,27 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Unpack
 
 from conveyor import validation as check
+from conveyor.drivers import operations as db
 from conveyor.errors import DuplicateJob, InvalidArgument
 from conveyor.job import ACTIVE_STATUSES, FINAL_STATUSES, Job, Status
-from conveyor.ops import Announce, Call, LazyArgs, Once, Plan, Query, Row, Values
+from conveyor.ops import Announce, Call, LazyArgs, Once, Plan, Row, Values
 from conveyor.ops.defaults import Defaults, Duration, job_id
+from conveyor.ops.leases import recover_leases
+from conveyor.options import (
+    ITEM_FIELDS,
+    EnqueueOptions,
+    OnActive,
+    OnCompleted,
+    OnDependencyFailure,
+    OnFailed,
+    resolved,
+)
 from conveyor.retry import seconds
 
-OnActive = Literal["return", "raise"]
-OnFailed = Literal["new", "return", "retry"]
-OnCompleted = Literal["new", "return"]
-OnDependencyFailure = Literal["cancel", "run"]
-
-ENQUEUE_FIELDS = frozenset(
-    {"task", "payload", "key", "priority", "run_at", "max_attempts", "queue", "subscriber",
-     "group", "after", "on_dependency_failure"}
-)  # fmt: skip
+ENQUEUE_FIELDS = ITEM_FIELDS
 MAX_DEPENDENCIES = 1000
 _BULK_CHUNK = 1000
 _RACE_ROUNDS = 10
@@ -71,19 +74,20 @@ class NewJob:
     after: tuple[int, ...] = ()
     on_dependency_failure: OnDependencyFailure = "cancel"
 
-    def params(self, v: Values) -> dict[str, Any]:
-        return {
-            "task": self.task,
-            "queue": self.queue,
-            "payload": self.payload_json,
-            "key": self.key,
-            "priority": self.priority,
-            "run_at": None if self.run_at is None else v.encode_time(self.run_at),
-            "max_attempts": self.max_attempts,
-            "job_group": self.group,
-            "depends_on": v.json_param(list(self.after)) if self.after else None,
-            "waiting_for": 0,
-        }
+    def insert(self, v: Values, *, waiting_for: int = 0) -> db.InsertJob:
+        """The operation that inserts this job."""
+        return db.InsertJob(
+            queue=self.queue,
+            task=self.task,
+            payload=self.payload_json,
+            key=self.key,
+            priority=self.priority,
+            run_at=None if self.run_at is None else v.encode_time(self.run_at),
+            max_attempts=self.max_attempts,
+            job_group=self.group,
+            depends_on=v.json_param(list(self.after)) if self.after else None,
+            waiting_for=waiting_for,
+        )
 
     def row(self, v: Values) -> list[Any]:
         """The job as one row of a bulk insert (``insert_jobs``), its columns by position."""
@@ -130,26 +134,15 @@ class NewJob:
         }
 
 
-def enqueue(
-    d: Defaults,
-    task: Any,
-    payload: Any,
-    *,
-    queue: Any,
-    key: Any,
-    priority: Any,
-    run_at: Any,
-    max_attempts: Any,
-    subscriber: Any,
-    conn: Any,
-    on_active: Any,
-    cache_ttl: Any,
-    on_failed: Any,
-    on_completed: Any,
-    group: Any,
-    after: Any,
-    on_dependency_failure: Any,
-) -> Call[Job]:
+def enqueue(d: Defaults, task: Any, payload: Any, **options: Unpack[EnqueueOptions]) -> Call[Job]:
+    """One job; ``options`` as ``conveyor.options.EnqueueOptions`` declares them (an
+    unknown name is a ``TypeError``, as for any keyword argument)."""
+    o = resolved(options)
+    queue, key, priority, run_at = o["queue"], o["key"], o["priority"], o["run_at"]
+    max_attempts, subscriber, conn = o["max_attempts"], o["subscriber"], o["conn"]
+    on_active, cache_ttl, on_failed = o["on_active"], o["cache_ttl"], o["on_failed"]
+    on_completed, group, after = o["on_completed"], o["group"], o["after"]
+    on_dependency_failure = o["on_dependency_failure"]
     job = new_job(
         d, task, payload, queue, key, priority, run_at, max_attempts, group, after,
         on_dependency_failure,
@@ -169,7 +162,7 @@ def enqueue(
         if conn is None and job.key is None and who is None and not job.after:
             # Nothing to dedupe, wait for or subscribe: one INSERT, committed on its own.
             return Once(
-                Query("insert_job", job.params(v)),
+                job.insert(v),
                 lambda rows: job.inserted(v, rows[0]),
                 queues=(job.queue,),
             )
@@ -214,7 +207,7 @@ def enqueue_ids(
         queues: set[str] = set()
         for start in range(0, len(prepared), _BULK_CHUNK):
             chunk = [job.row(v) for job, _ in prepared[start : start + _BULK_CHUNK]]
-            rows = yield Query("insert_job_ids", {"items": v.json_param(chunk)})
+            rows = yield db.InsertJobIds(items=v.json_param(chunk))
             ids.extend(sorted(r["id"] for r in rows))
             queues.update(r[0] for r in chunk)
         yield Announce(queues=queues)
@@ -266,7 +259,7 @@ def _insert_many(v: Values, prepared: list[tuple[NewJob, str | None]]) -> Plan[l
     out: list[Job] = []
     for start in range(0, len(prepared), _BULK_CHUNK):
         batch = [job for job, _ in prepared[start : start + _BULK_CHUNK]]
-        rows = yield Query("insert_jobs", {"items": v.json_param([j.row(v) for j in batch])})
+        rows = yield db.InsertJobs(items=v.json_param([j.row(v) for j in batch]))
         # Ids follow the items' order; the rows hold what the database chose (id, times).
         ordered = sorted(rows, key=lambda r: r["id"])
         out.extend(job.inserted(v, row) for job, row in zip(batch, ordered, strict=True))
@@ -332,7 +325,7 @@ def dedupe(on_active: Any, cache_ttl: Any, on_failed: Any, on_completed: Any = "
 def _insert(v: Values, job: NewJob, policy: Dedupe, subscriber: str | None) -> Plan[Job]:
     found = yield from _insert_or_find(v, job, policy)
     if subscriber is not None and found.status in ACTIVE_STATUSES:
-        yield Query("add_subscriber", {"job_id": found.id, "subscriber": subscriber})
+        yield db.AddSubscriber(job_id=found.id, subscriber=subscriber)
     return found
 
 
@@ -341,17 +334,17 @@ def _insert_or_find(v: Values, job: NewJob, policy: Dedupe) -> Plan[Job]:
         inserted = yield from _insert_new(v, job)
         assert inserted is not None  # without a key, nothing conflicts
         return inserted
-    where = {"queue": job.queue, "key": job.key}
+    where: dict[str, Any] = {"queue": job.queue, "key": job.key}
     # The unique index decides races: a conflicting insert returns nothing and we look
     # again. The loop only repeats when the active job finished in between.
     for _ in range(_RACE_ROUNDS):
-        active = yield Query("active_by_key", where)
+        active = yield db.ActiveByKey(**where)
         if active:
             found = active[0]
             if lease_expired(v, found):
                 # Its worker is gone: recover the job now rather than let it hold the key
                 # until a rescuer passes; then look again.
-                yield from recover_one(found["id"])
+                yield from recover_one(v, found["id"])
                 continue
             if policy.on_active == "raise":
                 raise DuplicateJob(
@@ -360,7 +353,7 @@ def _insert_or_find(v: Values, job: NewJob, policy: Dedupe) -> Plan[Job]:
                     job_id=found["id"],
                 )
             return v.decode_job(found, deduplicated=True)
-        latest = yield Query("latest_by_key", {**where, "task": None})
+        latest = yield db.LatestByKey(**where, task=None)
         if latest:
             reused = yield from _reuse(v, latest[0], policy)
             if reused is not None:
@@ -375,38 +368,38 @@ def _insert_new(v: Values, job: NewJob) -> Plan[Job | None]:
     """Insert the job (None when an active job took its key first), with its
     dependencies: each is marked (which also locks it until this transaction ends, so
     none can finish unnoticed), the unmet ones counted, the edges recorded."""
-    params = job.params(v)
+    waiting_for = 0
     doomed: tuple[int, str] | None = None
     if job.after:
-        rows = yield Query("mark_dependencies", {"ids": v.json_param(list(job.after))})
+        rows = yield db.MarkDependencies(ids=v.json_param(list(job.after)))
         states = {r["id"]: r["status"] for r in rows}
         for dep in job.after:
             if dep not in states:
                 raise InvalidArgument(f"after: job {dep} does not exist")
         run_anyway = job.on_dependency_failure == "run"
         met = FINAL_STATUSES if run_anyway else {Status.COMPLETED}
-        params["waiting_for"] = sum(states[d] not in met for d in job.after)
+        waiting_for = sum(states[d] not in met for d in job.after)
         if not run_anyway:
             broken = [d for d in job.after if states[d] in (Status.FAILED, Status.CANCELLED)]
             doomed = (broken[0], states[broken[0]]) if broken else None
-    rows = yield Query("insert_job", params)
+    rows = yield job.insert(v, waiting_for=waiting_for)
     if not rows:
         return None
     row = rows[0]
     if job.after:
-        yield Query(
-            "insert_dependencies",
-            {"job_id": row["id"], "ids": v.json_param(list(job.after)),
-             "run_on_failure": job.on_dependency_failure == "run"},
-        )  # fmt: skip
+        yield db.InsertDependencies(
+            job_id=row["id"],
+            ids=v.json_param(list(job.after)),
+            run_on_failure=job.on_dependency_failure == "run",
+        )
     if doomed is not None:
         error = f"dependency job {doomed[0]} {doomed[1]}"
-        rows = yield Query("cancel_for_dependency", {"id": row["id"], "error": error})
+        rows = yield db.CancelForDependency(id=row["id"], error=error)
         yield Announce(finished=[row["id"]])
         return v.decode_job(rows[0])
-    if params["waiting_for"] == 0:
+    if waiting_for == 0:
         yield Announce(queues=[job.queue])
-    return job.inserted(v, row, waiting_for=params["waiting_for"])
+    return job.inserted(v, row, waiting_for=waiting_for)
 
 
 def _reuse(v: Values, latest: Row, policy: Dedupe) -> Plan[Job | None]:
@@ -421,7 +414,7 @@ def _reuse(v: Values, latest: Row, policy: Dedupe) -> Plan[Job | None]:
     if status == Status.FAILED and policy.on_failed == "return":
         return v.decode_job(latest, deduplicated=True)
     if status == Status.FAILED and policy.on_failed == "retry":
-        rows = yield Query("reopen_job", {"id": latest["id"]})
+        rows = yield db.ReopenJob(id=latest["id"])
         if rows:
             yield Announce(queues=[rows[0]["queue"]])
             return v.decode_job(rows[0], deduplicated=True)
@@ -436,13 +429,9 @@ def lease_expired(v: Values, row: Row) -> bool:
     return lease is not None and now is not None and lease < now
 
 
-def recover_one(jid: int) -> Plan[None]:
-    """Recover one job whose lease expired (the statement's guard checks it again)."""
-    rows = yield Query("recover_expired", {"queues": None, "id": jid})
-    yield Announce(
-        queues={r["queue"] for r in rows if r["status"] == Status.PENDING},
-        finished=[r["id"] for r in rows if r["status"] == Status.FAILED],
-    )
+def recover_one(v: Values, jid: int) -> Plan[None]:
+    """Recover one job whose lease expired (the write's guard checks it again)."""
+    yield from recover_leases(v, job=jid)
 
 
 __all__ = [

@@ -13,8 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 from conveyor import validation as check
+from conveyor.drivers import operations as db
 from conveyor.info import QueueSettings, Rate
-from conveyor.ops import Call, Plan, Query, Row, Values
+from conveyor.ops import Call, Plan, Row, Values
 
 # A claim of a queue with group caps looks at most this many jobs past the ones its
 # groups hold back, so one crowded group cannot make claims scan the whole backlog.
@@ -58,7 +59,7 @@ def queue_settings(queue: Any = None) -> Call[dict[str, QueueSettings]]:
     name = None if queue is None else check.name(queue, "queue")
 
     def build(v: Values) -> Plan[dict[str, QueueSettings]]:
-        rows = yield Query("queue_settings", {"queue": name})
+        rows = yield db.QueueSettings(queue=name)
         return {r["queue"]: settings_from_row(v, r) for r in rows}
 
     return Call("queue_settings", {"queue": name}, build, write=False)
@@ -68,7 +69,7 @@ def _change(queue: Any, op: str, **changes: Any) -> Call[QueueSettings]:
     name = check.name(queue, "queue")
 
     def build(v: Values) -> Plan[QueueSettings]:
-        rows = yield Query("lock_queue_settings", {"queue": name})
+        rows = yield db.LockQueueSettings(queue=name)
         current = settings_from_row(v, rows[0]) if rows else QueueSettings(name)
         fields = {
             "paused": current.paused,
@@ -80,19 +81,16 @@ def _change(queue: Any, op: str, **changes: Any) -> Call[QueueSettings]:
         }
         wanted = QueueSettings(name, **fields)
         rate, group_rate = wanted.rate, wanted.group_rate
-        saved = yield Query(
-            "save_queue_settings",
-            {
-                "queue": name,
-                "paused": wanted.paused,
-                "max_running": wanted.max_running,
-                "group_max_running": wanted.group_max_running,
-                "rate_limit": None if rate is None else rate.limit,
-                "rate_period": None if rate is None else rate.per,
-                "group_rate_limit": None if group_rate is None else group_rate.limit,
-                "group_rate_period": None if group_rate is None else group_rate.per,
-                "controlled": wanted.controlled,
-            },
+        saved = yield db.SaveQueueSettings(
+            queue=name,
+            paused=wanted.paused,
+            max_running=wanted.max_running,
+            group_max_running=wanted.group_max_running,
+            rate_limit=None if rate is None else rate.limit,
+            rate_period=None if rate is None else rate.per,
+            group_rate_limit=None if group_rate is None else group_rate.limit,
+            group_rate_period=None if group_rate is None else group_rate.per,
+            controlled=wanted.controlled,
         )
         return settings_from_row(v, saved[0])
 
@@ -125,22 +123,27 @@ def claim_controlled(v: Values, settings: Row, params: dict[str, Any]) -> Plan[l
     queue = params["queue"]
     budget = params["limit"]
     if settings["max_running"] is not None:
-        rows = yield Query("count_running", {"queue": queue})
+        rows = yield db.CountRunning(queue=queue)
         budget = min(budget, settings["max_running"] - int(rows[0]["n"]))
     if settings["rate_limit"] is not None:
-        rows = yield Query("count_starts", {"queue": queue, "period": settings["rate_period"]})
+        rows = yield db.CountStarts(queue=queue, period=settings["rate_period"])
         budget = min(budget, settings["rate_limit"] - int(rows[0]["n"]))
     if budget <= 0:
         return []
     picked = yield from _pick(v, settings, queue, budget)
     if not picked:
         return []
-    claimed: list[Row] = yield Query("claim_ids", {**params, "ids": v.json_param(picked)})
+    claimed: list[Row] = yield db.ClaimIds(
+        ids=v.json_param(picked),
+        lease_s=params["lease_s"],
+        claim_id=params["claim_id"],
+        worker=params["worker"],
+    )
     periods = [p for p in (settings["rate_period"], settings["group_rate_period"]) if p]
     if periods and claimed:
         groups = [r["job_group"] or "" for r in claimed]
-        yield Query("record_starts", {"queue": queue, "groups": v.json_param(groups)})
-        yield Query("forget_starts", {"queue": queue, "period": max(periods)})
+        yield db.RecordStarts(queue=queue, groups=v.json_param(groups))
+        yield db.ForgetStarts(queue=queue, period=max(periods))
     return claimed
 
 
@@ -155,10 +158,10 @@ def _pick(v: Values, settings: Row, queue: str, budget: int) -> Plan[list[int]]:
     scanned = 0
     page = min(_PAGE, max(_FIRST_PAGE, 2 * budget)) if grouped else budget
     while len(picked) < budget and scanned < MAX_SCAN:
-        where = {"queue": queue, "limit": page, "id": None, "priority": None}
+        where: dict[str, Any] = {"queue": queue, "limit": page, "id": None, "priority": None}
         if cursor is not None:
             where.update(id=cursor["id"], priority=cursor["priority"])
-        rows = yield Query("claim_candidates", where)
+        rows = yield db.ClaimCandidates(**where)
         if not rows:
             break
         scanned += len(rows)
@@ -189,14 +192,14 @@ def _room_for(
         room[group] = MAX_SCAN
     if settings["group_max_running"] is not None:
         cap = settings["group_max_running"]
-        rows = yield Query("count_running_in_groups", {"queue": queue, "groups": names})
+        rows = yield db.CountRunningInGroups(queue=queue, groups=names)
         running = {r["job_group"]: int(r["n"]) for r in rows}
         for group in groups:
             room[group] = min(room[group], cap - running.get(group, 0))
     if settings["group_rate_limit"] is not None:
         limit, period = settings["group_rate_limit"], settings["group_rate_period"]
-        params = {"queue": queue, "groups": names, "period": period}
-        rows = yield Query("count_starts_in_groups", params)
+        params: dict[str, Any] = {"queue": queue, "groups": names, "period": period}
+        rows = yield db.CountStartsInGroups(**params)
         started = {r["job_group"]: int(r["n"]) for r in rows}
         for group in groups:
             room[group] = min(room[group], limit - started.get(group, 0))

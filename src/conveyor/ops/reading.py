@@ -9,9 +9,10 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from conveyor import validation as check
+from conveyor.drivers import operations as db
 from conveyor.info import Throughput
 from conveyor.job import Job, Stats
-from conveyor.ops import Call, Plan, Query, Row, Upgrade, Values
+from conveyor.ops import Call, Plan, Row, Upgrade, Values
 from conveyor.ops.defaults import MAX_JOB_ID, MAX_LIST, job_id
 from conveyor.ops.enqueue import lease_expired, recover_one
 
@@ -22,7 +23,7 @@ MAX_THROUGHPUT_MINUTES = 7 * 24 * 60
 
 def now() -> Call[datetime]:
     def build(v: Values) -> Plan[datetime]:
-        rows = yield Query("db_now")
+        rows = yield db.DbNow()
         clock = v.decode_time(rows[0]["db_now"])
         assert clock is not None
         return clock
@@ -34,8 +35,8 @@ def get(job: Any) -> Call[Job | None]:
     jid = job_id(job)
 
     def build(v: Values) -> Plan[Job | None]:
-        rows = yield Query("get_job", {"id": jid})
-        row = yield from _fresh(v, rows, Query("get_job", {"id": jid}))
+        rows = yield db.GetJob(id=jid)
+        row = yield from _fresh(v, rows, db.GetJob(id=jid))
         return None if row is None else v.decode_job(row)
 
     return Call("get", {"job_id": jid}, build, write=False)
@@ -43,27 +44,27 @@ def get(job: Any) -> Call[Job | None]:
 
 def latest(key: Any, *, queue: Any, task: Any) -> Call[Job | None]:
     """The newest job with this key (and task), whatever its state."""
-    where = {
+    where: dict[str, Any] = {
         "key": check.name(key, "key", max_length=check.MAX_KEY_LENGTH),
         "queue": check.name(queue, "queue"),
         "task": None if task is None else check.name(task, "task"),
     }
 
     def build(v: Values) -> Plan[Job | None]:
-        rows = yield Query("latest_by_key", where)
-        row = yield from _fresh(v, rows, Query("latest_by_key", where))
+        rows = yield db.LatestByKey(**where)
+        row = yield from _fresh(v, rows, db.LatestByKey(**where))
         return None if row is None else v.decode_job(row)
 
     return Call("latest", where, build, write=False)
 
 
-def _fresh(v: Values, rows: list[Row], again: Query) -> Plan[Row | None]:
+def _fresh(v: Values, rows: list[Row], again: db.RowsOp) -> Plan[Row | None]:
     """The row read, or, when it is a running job whose lease expired, the row after
     recovering that job."""
     if not rows or not lease_expired(v, rows[0]):
         return rows[0] if rows else None
     yield Upgrade()
-    yield from recover_one(rows[0]["id"])
+    yield from recover_one(v, rows[0]["id"])
     rows = yield again
     return rows[0] if rows else None
 
@@ -82,7 +83,7 @@ def jobs(
 ) -> Call[list[Job]]:
     """Jobs in id order, ``limit`` at a time; page with ``after`` = the last id seen.
     ``newest_first``: descending order, where ``after`` means ids below it."""
-    params = {
+    params: dict[str, Any] = {
         "queue": None if queue is None else check.name(queue, "queue"),
         "status": None if status is None else str(check.status(status)),
         "key": check.key(key),
@@ -95,15 +96,15 @@ def jobs(
     descending = bool(newest_first)
 
     def build(v: Values) -> Plan[list[Job]]:
-        where = {
+        where: dict[str, Any] = {
             **params,
             "created_after": None if since is None else v.encode_time(since),
             "created_before": None if until is None else v.encode_time(until),
         }
         if descending:
-            rows = yield Query("list_jobs_newest", {**where, "before": cursor})
+            rows = yield db.ListJobsNewest(**where, before=cursor)
         else:
-            rows = yield Query("list_jobs", {**where, "after": cursor or 0})
+            rows = yield db.ListJobs(**where, after=cursor or 0)
         return [v.decode_job(r) for r in rows]
 
     wire = {**params, "after": cursor, "newest_first": descending, "created_after": since,
@@ -116,7 +117,7 @@ def dependents(job: Any) -> Call[list[int]]:
     jid = job_id(job)
 
     def build(v: Values) -> Plan[list[int]]:
-        rows = yield Query("dependents", {"id": jid})
+        rows = yield db.Dependents(id=jid)
         return [r["job_id"] for r in rows]
 
     return Call("dependents", {"job_id": jid}, build, write=False)
@@ -125,13 +126,13 @@ def dependents(job: Any) -> Call[list[int]]:
 def queue_stats(queue: Any) -> Call[tuple[dict[str, Stats], bool]]:
     """``{queue: Stats}`` for every queue with jobs (or just ``queue``), and whether the
     counts' deltas should be folded (so the next read stays cheap)."""
-    where = {"queue": None if queue is None else check.name(queue, "queue")}
+    where: dict[str, Any] = {"queue": None if queue is None else check.name(queue, "queue")}
 
     def build(v: Values) -> Plan[tuple[dict[str, Stats], bool]]:
-        counts = yield Query("count_by_queue_status", where)
-        pending = yield Query("pending_summary", where)
-        expired = yield Query("expired_summary", where)
-        deltas = yield Query("count_deltas", {"limit": FOLD_AFTER})
+        counts = yield db.CountByQueueStatus(**where)
+        pending = yield db.PendingSummary(**where)
+        expired = yield db.ExpiredSummary(**where)
+        deltas = yield db.CountDeltas(limit=FOLD_AFTER)
         fields: dict[str, dict[str, Any]] = {}
         for row in counts:
             fields.setdefault(row["queue"], {})[row["status"]] = int(row["n"])
@@ -152,7 +153,7 @@ def fold_counts() -> Call[int]:
     Returns how many deltas were folded."""
 
     def build(v: Values) -> Plan[int]:
-        rows = yield Query("fold_counts")
+        rows = yield db.FoldCounts()
         return int(rows[0]["folded"])
 
     return Call("fold_counts", {}, build)
@@ -165,11 +166,11 @@ def throughput(*, queue: Any, minutes: Any) -> Call[list[Throughput]]:
     span = check.integer(minutes, "minutes", low=1, high=MAX_THROUGHPUT_MINUTES)
 
     def build(v: Values) -> Plan[list[Throughput]]:
-        clock = yield Query("db_now")
+        clock = yield db.DbNow()
         current = v.decode_time(clock[0]["db_now"])
         assert current is not None
         start = current.replace(second=0, microsecond=0) - timedelta(minutes=span - 1)
-        rows = yield Query("throughput", {"queue": name, "since": v.encode_time(start)})
+        rows = yield db.Throughput(queue=name, since=v.encode_time(start))
         points = []
         for row in rows:
             minute = v.decode_time(row["minute"])
@@ -184,7 +185,7 @@ def subscribers(job: Any) -> Call[list[str]]:
     jid = job_id(job)
 
     def build(v: Values) -> Plan[list[str]]:
-        rows = yield Query("subscribers", {"job_id": jid})
+        rows = yield db.Subscribers(job_id=jid)
         return [r["subscriber"] for r in rows]
 
     return Call("subscribers", {"job_id": jid}, build, write=False)

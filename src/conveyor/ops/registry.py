@@ -7,10 +7,11 @@ from datetime import datetime
 from typing import Any
 
 from conveyor import validation as check
+from conveyor.drivers import operations as db
 from conveyor.errors import InvalidArgument
 from conveyor.info import ScheduleInfo, WorkerInfo
 from conveyor.job import Job
-from conveyor.ops import Announce, Call, Count, Plan, Query, Row, Values
+from conveyor.ops import Announce, Call, Plan, Row, Values
 from conveyor.ops.defaults import Defaults
 from conveyor.ops.enqueue import NewJob, new_job
 from conveyor.retry import seconds
@@ -28,7 +29,7 @@ def worker_seen(
     ttl: Any,
 ) -> Call[None]:
     """Register a worker, or refresh its entry: it counts as alive for ``ttl`` more."""
-    params = {
+    params: dict[str, Any] = {
         "name": check.name(name, "worker"),
         "host": check.name(host, "host"),
         "pid": check.integer(pid, "pid", low=0),
@@ -40,7 +41,7 @@ def worker_seen(
     }
 
     def build(v: Values) -> Plan[None]:
-        yield Count("worker_seen", {**params, "queues": v.json_param(params["queues"])})
+        yield db.WorkerSeen(**{**params, "queues": v.json_param(params["queues"])})
 
     return Call("worker_seen", params, build)
 
@@ -49,7 +50,7 @@ def worker_stopped(name: Any) -> Call[None]:
     worker = check.name(name, "worker")
 
     def build(v: Values) -> Plan[None]:
-        yield Count("worker_stopped", {"name": worker})
+        yield db.WorkerStopped(name=worker)
 
     return Call("worker_stopped", {"name": worker}, build)
 
@@ -58,7 +59,7 @@ def workers() -> Call[list[WorkerInfo]]:
     """Every worker whose entry has not expired, idle ones too."""
 
     def build(v: Values) -> Plan[list[WorkerInfo]]:
-        rows = yield Query("list_workers")
+        rows = yield db.ListWorkers()
         return [_worker(v, r) for r in rows]
 
     return Call("workers", {}, build, write=False)
@@ -69,7 +70,7 @@ def forget_workers(older_than: Any) -> Call[int]:
     older_than_s = seconds(older_than, "older_than")
 
     def build(v: Values) -> Plan[int]:
-        removed: int = yield Count("forget_workers", {"older_than_s": older_than_s})
+        removed: int = yield db.ForgetWorkers(older_than_s=older_than_s)
         return removed
 
     return Call("forget_workers", {"older_than": older_than_s}, build)
@@ -94,7 +95,7 @@ def save_schedule(
     *, name: Any, task: Any, queue: Any, spec: Any, first_slot: Any, next_slot: Any
 ) -> Call[ScheduleInfo]:
     """Declare a schedule; a new one is owed no slot before ``first_slot``."""
-    params = {
+    params: dict[str, Any] = {
         "name": check.name(name, "schedule"),
         "task": check.name(task, "task"),
         "queue": check.name(queue, "queue"),
@@ -104,7 +105,7 @@ def save_schedule(
     }
 
     def build(v: Values) -> Plan[ScheduleInfo]:
-        rows = yield Query("save_schedule", _encoded(v, params))
+        rows = yield db.SaveSchedule(**_encoded(v, params))
         return _schedule(v, rows[0])
 
     return Call("save_schedule", params, build)
@@ -126,7 +127,7 @@ def run_schedule_slot(
     already taken: one guarded update decides, in the same transaction as the insert,
     so any number of workers enqueue each slot exactly once. The job's ``run_at`` is
     the slot, so each job says which slot it stands for."""
-    params = {
+    params: dict[str, Any] = {
         "name": check.name(name, "schedule"),
         "slot": check.timestamp(slot, "slot"),
         "next_slot": check.timestamp(next_slot, "next_slot"),
@@ -136,10 +137,10 @@ def run_schedule_slot(
     job: NewJob = new_job(d, task, payload, queue, None, priority, params["slot"], max_attempts)
 
     def build(v: Values) -> Plan[Job | None]:
-        taken = yield Query("take_schedule_slot", _encoded(v, params))
+        taken = yield db.TakeScheduleSlot(**_encoded(v, params))
         if not taken:
             return None
-        rows = yield Query("insert_job", job.params(v))
+        rows = yield job.insert(v)
         yield Announce(queues=[job.queue])
         return job.inserted(v, rows[0])
 
@@ -148,7 +149,7 @@ def run_schedule_slot(
 
 def schedules() -> Call[list[ScheduleInfo]]:
     def build(v: Values) -> Plan[list[ScheduleInfo]]:
-        rows = yield Query("list_schedules")
+        rows = yield db.ListSchedules()
         return [_schedule(v, r) for r in rows]
 
     return Call("schedules", {}, build, write=False)

@@ -5,12 +5,15 @@ job (fencing)."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any, NoReturn
 
+from conveyor import machine
 from conveyor import validation as check
+from conveyor.drivers import operations as db
 from conveyor.errors import InvalidArgument, InvalidTransition, JobNotFound, StaleClaim
 from conveyor.job import ErrorKind, Job, Status
-from conveyor.ops import Announce, Call, Once, Plan, Query, Values
+from conveyor.ops import Announce, Call, Once, Plan, Values
 from conveyor.ops.defaults import Defaults, claim_id, job_id
 from conveyor.retry import BackoffPolicy, seconds
 
@@ -19,7 +22,7 @@ def complete(d: Defaults, job: Any, claim: Any, result: Any) -> Call[Job]:
     item = _complete_item(d, job, claim, result)
 
     def build(v: Values) -> Plan[Job]:
-        rows = yield Query("complete_jobs", {"items": v.json_param([item])})
+        rows = yield db.CompleteJobs(items=v.json_param([item]))
         if not rows:
             yield from refuse(item["id"], item["claim_id"], "complete")
         yield Announce(finished=[item["id"]])
@@ -35,7 +38,7 @@ def complete_many(d: Defaults, items: Sequence[tuple[int, str, Any]]) -> Call[li
 
     def build(v: Values) -> Once[list[Job]]:
         return Once(
-            Query("complete_jobs", {"items": v.json_param(batch)}),
+            db.CompleteJobs(items=v.json_param(batch)),
             lambda rows: [v.decode_job(r) for r in rows],
             finished=tuple(i["id"] for i in batch),
         )
@@ -57,18 +60,10 @@ def fail(d: Defaults, job: Any, claim: Any, error: Any, *, retryable: Any, delay
     item = _fail_item(job, claim, error, retryable, delay)
 
     def build(v: Values) -> Plan[Job]:
-        rows = yield Query("get_job", {"id": item["id"]})
-        row = rows[0] if rows else None
-        if row is None or row["claim_id"] != item["claim_id"] or row["status"] != Status.RUNNING:
+        failed = yield from _fail_all(v, d.backoff, [item])
+        if not failed:
             yield from refuse(item["id"], item["claim_id"], "fail")
-        assert row is not None
-        ready = _with_delay(item, d.backoff, row["attempts"])
-        rows = yield Query("fail_jobs", {"items": v.json_param([ready])})
-        if not rows:
-            yield from refuse(item["id"], item["claim_id"], "fail")
-        failed = v.decode_job(rows[0])
-        yield from _announce_outcome([failed])
-        return failed
+        return failed[0]
 
     return Call("fail", _fail_wire(item), build)
 
@@ -86,14 +81,33 @@ def fail_many(d: Defaults, items: Sequence[tuple[int, str, str, bool, Any]]) -> 
 
 
 def _fail_all(v: Values, backoff: BackoffPolicy, batch: list[dict[str, Any]]) -> Plan[list[Job]]:
-    undecided = [i["id"] for i in batch if i["delay_s"] is None]
-    attempts: dict[int, int] = {}
-    if undecided:  # the backoff depends on the attempts made
-        rows = yield Query("jobs_by_id", {"ids": v.json_param(undecided)})
-        attempts = {r["id"]: r["attempts"] for r in rows}
-    ready = [_with_delay(i, backoff, attempts.get(i["id"], 1)) for i in batch]
-    rows = yield Query("fail_jobs", {"items": v.json_param(ready)})
-    jobs = [v.decode_job(r) for r in rows]
+    """Each failure's ending decided by the state machine from the attempts made (read
+    first), then written under a guard that those attempts still hold."""
+    rows = yield db.JobsById(ids=v.json_param([i["id"] for i in batch]))
+    current = {r["id"]: r for r in rows}
+    ready = []
+    for item in batch:
+        row = current.get(item["id"])
+        if row is None or row["claim_id"] != item["claim_id"]:
+            continue  # refused: gone, or held under another claim
+        attempts = int(row["attempts"])
+        ending = machine.after_failure(
+            retryable=item["retry"], attempts=attempts, max_attempts=int(row["max_attempts"])
+        )
+        delay = item["delay_s"]
+        ready.append({
+            "id": item["id"],
+            "claim_id": item["claim_id"],
+            "attempts": attempts,
+            "again": ending.target == Status.PENDING,
+            "error": item["error"],
+            "error_kind": item["error_kind"],
+            "delay_s": backoff.delay(attempts) if delay is None else delay,
+        })  # fmt: skip
+    if not ready:
+        return []
+    written = yield db.FailJobs(items=v.json_param(ready))
+    jobs = [v.decode_job(r) for r in written]
     yield from _announce_outcome(jobs)
     return jobs
 
@@ -103,7 +117,7 @@ def snooze(job: Any, claim: Any, delay: Any) -> Call[Job]:
     item = _snooze_item(job, claim, delay)
 
     def build(v: Values) -> Plan[Job]:
-        rows = yield Query("snooze_jobs", {"items": v.json_param([item])})
+        rows = yield db.SnoozeJobs(items=v.json_param([item]))
         if not rows:
             yield from refuse(item["id"], item["claim_id"], "snooze")
         yield Announce(queues=[rows[0]["queue"]])
@@ -116,41 +130,75 @@ def _snooze_item(job: Any, claim: Any, delay: Any) -> dict[str, Any]:
     return {"id": job_id(job), "claim_id": claim_id(claim), "delay_s": seconds(delay, "delay")}
 
 
-def report(
-    d: Defaults,
-    *,
-    completed: Sequence[tuple[int, str, Any]],
-    failed: Sequence[tuple[int, str, str, bool, Any]],
-    snoozed: Sequence[tuple[int, str, Any]],
-) -> Call[dict[int, Status]]:
-    """The endings of many runs in one transaction: results, failures and snoozes.
-    Returns the new status of each job written; a job left out was refused (its claim
-    no longer holds it). Builds no ``Job`` for completions: runtimes need only this."""
-    done = [_complete_item(d, *item) for item in completed]
-    bad = [_fail_item(j, c, e, bool(r), delay) for j, c, e, r, delay in failed]
-    later = [_snooze_item(j, c, delay) for j, c, delay in snoozed]
+@dataclass(frozen=True, slots=True)
+class Report:
+    """The endings of many runs, written together: ``completed`` as ``(job_id,
+    claim_id, result)``, ``failed`` as ``(job_id, claim_id, error, retryable, delay)``
+    (a ``None`` delay: the backoff policy), ``snoozed`` as ``(job_id, claim_id, delay)``.
+    ``Queue.report`` writes one; ``Queue.claim(report=…)`` writes one in the transaction
+    that claims the next jobs (a worker's batch: one commit instead of two)."""
+
+    completed: Sequence[tuple[int, str, Any]] = ()
+    failed: Sequence[tuple[int, str, str, bool, Any]] = ()
+    snoozed: Sequence[tuple[int, str, Any]] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.completed or self.failed or self.snoozed)
+
+
+@dataclass(frozen=True, slots=True)
+class CheckedReport:
+    """A ``Report`` with its items checked: what plans write, and how it goes over HTTP."""
+
+    done: list[dict[str, Any]]
+    bad: list[dict[str, Any]]
+    later: list[dict[str, Any]]
+    wire: dict[str, Any]
+
+
+def check_report(d: Defaults, endings: Report) -> CheckedReport:
+    if not isinstance(endings, Report):
+        raise InvalidArgument(f"report: expected a conveyor.Report, got {type(endings).__name__}")
+    done = [_complete_item(d, *item) for item in endings.completed]
+    bad = [_fail_item(j, c, e, r, delay) for j, c, e, r, delay in endings.failed]
+    later = [_snooze_item(j, c, delay) for j, c, delay in endings.snoozed]
     wire = {
-        "completed": [_wire(i, result=r) for i, (_, _, r) in zip(done, completed, strict=True)],
+        "completed": [
+            _wire(i, result=r) for i, (_, _, r) in zip(done, endings.completed, strict=True)
+        ],
         "failed": [_fail_wire(i) for i in bad],
         "snoozed": [_wire(i, delay=i["delay_s"]) for i in later],
     }
+    return CheckedReport(done, bad, later, wire)
+
+
+def report(d: Defaults, endings: Report) -> Call[dict[int, Status]]:
+    """The endings of many runs in one transaction: results, failures and snoozes.
+    Returns the new status of each job written; a job left out was refused (its claim
+    no longer holds it). Builds no ``Job`` for completions: runtimes need only this."""
+    checked = check_report(d, endings)
 
     def build(v: Values) -> Plan[dict[int, Status]]:
-        written: dict[int, Status] = {}
-        if done:
-            rows = yield Query("complete_job_ids", {"items": v.json_param(done)})
-            written.update((r["id"], Status.COMPLETED) for r in rows)
-            yield Announce(finished=[r["id"] for r in rows])
-        if bad:
-            jobs = yield from _fail_all(v, d.backoff, bad)
-            written.update((j.id, j.status) for j in jobs)
-        if later:
-            rows = yield Query("snooze_jobs", {"items": v.json_param(later)})
-            written.update((r["id"], Status.PENDING) for r in rows)
-            yield Announce(queues={r["queue"] for r in rows})
+        written = yield from write_report(v, d, checked)
         return written
 
-    return Call("report", wire, build)
+    return Call("report", checked.wire, build)
+
+
+def write_report(v: Values, d: Defaults, checked: CheckedReport) -> Plan[dict[int, Status]]:
+    written: dict[int, Status] = {}
+    if checked.done:
+        rows = yield db.CompleteJobIds(items=v.json_param(checked.done))
+        written.update((r["id"], Status.COMPLETED) for r in rows)
+        yield Announce(finished=[r["id"] for r in rows])
+    if checked.bad:
+        jobs = yield from _fail_all(v, d.backoff, checked.bad)
+        written.update((j.id, j.status) for j in jobs)
+    if checked.later:
+        rows = yield db.SnoozeJobs(items=v.json_param(checked.later))
+        written.update((r["id"], Status.PENDING) for r in rows)
+        yield Announce(queues={r["queue"] for r in rows})
+    return written
 
 
 def _fail_item(job: Any, claim: Any, error: Any, retryable: Any, delay: Any) -> dict[str, Any]:
@@ -167,12 +215,6 @@ def _fail_item(job: Any, claim: Any, error: Any, retryable: Any, delay: Any) -> 
     }
 
 
-def _with_delay(item: dict[str, Any], backoff: BackoffPolicy, attempts: int) -> dict[str, Any]:
-    if item["delay_s"] is not None:
-        return item
-    return {**item, "delay_s": backoff.delay(attempts)}
-
-
 def _announce_outcome(jobs: Iterable[Job]) -> Plan[None]:
     retried = [j.queue for j in jobs if j.status == Status.PENDING]
     finished = [j.id for j in jobs if j.status != Status.PENDING]
@@ -185,8 +227,8 @@ def heartbeat(job: Any, claim: Any, *, extend: Any) -> Call[Job]:
     extend_s = _extend(extend)
 
     def build(v: Values) -> Plan[Job]:
-        params = {"items": v.json_param([item]), "extend_s": extend_s}
-        rows = yield Query("heartbeat_jobs", params)
+        params: dict[str, Any] = {"items": v.json_param([item]), "extend_s": extend_s}
+        rows = yield db.HeartbeatJobs(**params)
         if not rows:
             yield from refuse(item["id"], item["claim_id"], "heartbeat")
         return v.decode_job(rows[0])
@@ -201,8 +243,8 @@ def renew(items: Sequence[tuple[int, str]], *, extend: Any) -> Call[set[int]]:
     extend_s = _extend(extend)
 
     def build(v: Values) -> Plan[set[int]]:
-        params = {"items": v.json_param(batch), "extend_s": extend_s}
-        rows = yield Query("heartbeat_job_ids", params)
+        params: dict[str, Any] = {"items": v.json_param(batch), "extend_s": extend_s}
+        rows = yield db.HeartbeatJobIds(**params)
         return {r["id"] for r in rows}
 
     wire = {"items": [_wire(i) for i in batch], "extend": extend_s}
@@ -215,8 +257,8 @@ def heartbeat_many(items: Sequence[tuple[int, str]], *, extend: Any) -> Call[lis
     extend_s = _extend(extend)
 
     def build(v: Values) -> Plan[list[Job]]:
-        params = {"items": v.json_param(batch), "extend_s": extend_s}
-        rows = yield Query("heartbeat_jobs", params)
+        params: dict[str, Any] = {"items": v.json_param(batch), "extend_s": extend_s}
+        rows = yield db.HeartbeatJobs(**params)
         return [v.decode_job(r) for r in rows]
 
     wire = {"items": [_wire(i) for i in batch], "extend": extend_s}
@@ -257,7 +299,7 @@ def progress(
             "checkpoint": checkpoint, "detail": detail}  # fmt: skip
 
     def build(v: Values) -> Plan[Job]:
-        rows = yield Query("progress_job", params)
+        rows = yield db.ProgressJob(**params)
         if not rows:
             yield from refuse(params["id"], params["claim_id"], "report progress on")
         return v.decode_job(rows[0])
@@ -267,7 +309,7 @@ def progress(
 
 def refuse(job: int, claim: str, verb: str) -> Plan[NoReturn]:
     """A guarded write changed nothing: say why, precisely."""
-    rows = yield Query("get_job", {"id": job})
+    rows = yield db.GetJob(id=job)
     if not rows:
         raise JobNotFound(f"cannot {verb} job {job}: it does not exist")
     row = rows[0]
@@ -278,9 +320,7 @@ def refuse(job: int, claim: str, verb: str) -> Plan[NoReturn]:
             f"cannot {verb} job {job}: the claim given no longer holds it "
             f"(the job is {row['status']}{holder})"
         )
-    raise InvalidTransition(
-        f"cannot {verb} job {job}: expected status running, found {row['status']}"
-    )
+    raise InvalidTransition(machine.refusal(job, "heartbeat", row["status"], verb=verb))
 
 
 def _wire(item: dict[str, Any], **extra: Any) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import typing
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import (
     AwareDatetime,
@@ -21,9 +21,12 @@ from pydantic import (
     create_model,
 )
 
+from conveyor.info import QueueSettings, ScheduleInfo  # noqa: F401 (answers of their own)
 from conveyor.job import Job, Stats, Status
 from conveyor.ops.defaults import MAX_CLAIM, MAX_JOB_ID
+from conveyor.options import OPTIONS
 from conveyor.validation import INT32, MAX_KEY_LENGTH, MAX_NAME_LENGTH, NAME_PATTERN
+from conveyor.web.auth import Role
 
 TEN_YEARS = 10 * 365 * 86400.0
 MAX_BATCH = 10_000
@@ -79,37 +82,73 @@ class _Request(BaseModel):
 
 
 # -- requests ---------------------------------------------------------------------------
-class EnqueueItem(_Request):
+Attempts = Annotated[int, Field(ge=1, le=1_000_000)]
+JobIds = Annotated[list[JobId], Field(max_length=1000)]
+# How each kind of enqueue option (``conveyor.options``) is written in a body.
+_OPTION_TYPES: dict[str, Any] = {
+    "name": Name, "key": Key, "int32": Int32, "time": When, "attempts": Attempts,
+    "job_ids": JobIds, "seconds": Seconds, "any": Any,
+}  # fmt: skip
+_ITEM_QUEUE = "default: the request's queue, else 'default'"
+
+
+def _option_fields(*, item: bool) -> dict[str, Any]:
+    """The fields of the enqueue options a body carries: those a batch item may set
+    (``item``), or those only a single enqueue may (the dedupe policy)."""
+    fields: dict[str, Any] = {}
+    for option in OPTIONS.values():
+        if option.local or option.item is not item:
+            continue
+        kind: Any = (
+            Literal.__getitem__(option.choices) if option.choices else _OPTION_TYPES[option.kind]
+        )
+        text = option.help
+        if option.name == "queue":  # an item's queue falls back on the request's
+            fields[option.field] = (kind | None, Field(None, description=_ITEM_QUEUE))
+        elif option.default is None:
+            fields[option.field] = (kind | None, Field(None, description=text))
+        else:
+            fields[option.field] = (kind, Field(option.default, description=text))
+    return fields
+
+
+class _Job(_Request):
+    """What every enqueue names beside its options: the task and its payload."""
+
     task: Name
     payload: Any = None
-    queue: Name | None = Field(None, description="default: the request's queue, else 'default'")
-    key: Key | None = None
-    priority: Int32 = Field(0, description="lower runs first")
-    run_at: When | None = Field(None, description="not before this time (with a UTC offset)")
-    max_attempts: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
-    subscriber: Name | None = None
-    group: Name | None = Field(None, description="its concurrency group")
-    after: Annotated[list[JobId], Field(max_length=1000)] | None = Field(
-        None, description="ids of jobs this one runs after"
+
+
+if TYPE_CHECKING:  # the fields below are read through ``enqueue_options``
+
+    class EnqueueItem(_Job): ...
+
+    class EnqueueRequest(EnqueueItem): ...
+
+    class RunSlotRequest(EnqueueItem):
+        slot: datetime
+        next_slot: datetime | None
+
+else:
+    # Built from ``conveyor.options.EnqueueOptions``: an option declared there is a
+    # field here.
+    EnqueueItem = create_model("EnqueueItem", __base__=_Job, **_option_fields(item=True))
+    EnqueueRequest = create_model(
+        "EnqueueRequest", __base__=EnqueueItem, **_option_fields(item=False)
     )
-    on_dependency_failure: Literal["cancel", "run"] = Field(
-        "cancel", description="a job it runs after failed or was cancelled: cancel it, or run it"
+    RunSlotRequest = create_model(
+        "RunSlotRequest", __base__=EnqueueItem, slot=(When, ...), next_slot=(When | None, None)
     )
 
 
-class EnqueueRequest(EnqueueItem):
-    on_active: Literal["return", "raise"] = Field(
-        "return", description="an active job has the key: return it (200) or refuse (409)"
-    )
-    cache_ttl_seconds: Seconds | None = Field(
-        None, description="reuse the key's job completed less than this long ago"
-    )
-    on_failed: Literal["new", "return", "retry"] = Field(
-        "new", description="the key's latest job failed: enqueue a new one, return it, or retry it"
-    )
-    on_completed: Literal["new", "return"] = Field(
-        "new", description="the key's latest job completed: enqueue a new one, or return it"
-    )
+def enqueue_options(body: BaseModel, *, queue: str | None = None) -> dict[str, Any]:
+    """The enqueue options a body sets, by their names in ``EnqueueOptions`` (left out
+    when absent or null, so the queue's defaults apply)."""
+    sent = body.model_dump(exclude_unset=True, exclude_none=True)
+    options = {name: sent[o.field] for name, o in OPTIONS.items() if o.field in sent}
+    if queue is not None:
+        options.setdefault("queue", queue)
+    return options
 
 
 class BatchEnqueueRequest(_Request):
@@ -124,6 +163,9 @@ class ClaimRequest(_Request):
     ack: ClaimId | None = Field(None, description="a previous claim id, completed first")
     worker: Name | None = None
     count_remaining: bool = True
+    report: ReportRequest | None = Field(
+        None, description="endings of earlier runs, written first in the same transaction"
+    )
 
 
 class CompleteRequest(_Request):
@@ -255,6 +297,9 @@ class ClaimOut(BaseModel):
     jobs: list[JobOut]  # type: ignore[valid-type]
     remaining: int | None = Field(description="jobs of the queue claimable now")
     acked: int = Field(description="jobs of the acknowledged claim completed first")
+    reported: dict[str, Status] = Field(
+        {}, description="the new status of each job whose ending came with the claim, by id"
+    )
     truncated: bool = Field(
         False,
         description="the byte budget was reached: the jobs that did not fit went back to "
@@ -409,10 +454,51 @@ class ScheduleRequest(_Request):
     next_slot: When | None = None
 
 
-class RunSlotRequest(EnqueueItem):
-    slot: When
-    next_slot: When | None = None
-
-
 class FoldedOut(BaseModel):
     folded_count: int
+
+
+# -- bulk actions on a selection of jobs ------------------------------------------------
+MAX_BULK = 1000
+
+
+class Selection(_Request):
+    queue: Name | None = None
+    task: Name | None = None
+    key: Key | None = None
+    created_after: When | None = Field(None, description="created at or after this time")
+    created_before: When | None = Field(None, description="created before this time")
+    after: Annotated[int, Field(ge=0, le=MAX_JOB_ID)] | None = Field(
+        None, description="start after this id (the previous answer's next_after)"
+    )
+    limit: Annotated[int, Field(ge=1, le=MAX_BULK)] = Field(
+        MAX_BULK, description="the most jobs this request handles"
+    )
+
+
+class BulkRetryRequest(Selection):
+    status: Literal["failed", "cancelled", "completed"] = "failed"
+
+
+class BulkCancelRequest(Selection):
+    status: Literal["pending", "running"] = "pending"
+
+
+class SkippedOut(BaseModel):
+    id: int
+    reason: str
+
+
+class BulkOut(BaseModel):
+    changed_count: int
+    ids: list[int] = Field(description="the jobs changed, in id order")
+    skipped: list[SkippedOut] = Field(description="matching jobs left as they were, and why")
+    next_after: int | None = Field(
+        description="more jobs may match: repeat with after = this; null when done"
+    )
+
+
+# -- who is asking ---------------------------------------------------------------------
+class WhoamiOut(BaseModel):
+    role: Role
+    auth: bool = Field(description="whether the server asks for tokens (false: everyone is admin)")

@@ -15,19 +15,26 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import operator
 import re
 import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 from anyio import CapacityLimiter
-from fastapi import APIRouter
+from fastapi import APIRouter, Response
+from pydantic import BaseModel
 from starlette.convertors import Convertor, register_url_convertor
 from starlette.routing import compile_path
 
-from conveyor.web.auth import Role
+from conveyor.endpoints import ENDPOINTS, Endpoint
+from conveyor.web import models
+from conveyor.web.auth import Role, require
+from conveyor.web.routes.common import errors
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class NameConvertor(Convertor[str]):
@@ -134,3 +141,59 @@ def needed_role(roles: Iterable[RouteRole], method: str, path: str) -> Role | No
                 return route.role
             other_method = other_method or route.role is not None
     return Role.READER if other_method else None
+
+
+def _model(name: str) -> Any:
+    """A model named in the endpoint table: one of ``conveyor.web.models``, or a union
+    of them (``"JobList | IdsOut"``)."""
+    found = [getattr(models, part.strip()) for part in name.split("|")]
+    return functools.reduce(operator.or_, found)
+
+
+def _responses(e: Endpoint, response_model: Any) -> dict[int | str, dict[str, Any]]:
+    every = errors(*e.errors)
+    listed: dict[int | str, dict[str, Any]] = (
+        every if e.every_error else {c: every[c] for c in e.errors}
+    )
+    if e.text is not None:
+        return {200: {"content": {"text/plain": {}}, "description": e.text}, **listed}
+    if e.also is not None:
+        status, text = e.also
+        return {status: {"model": response_model, "description": text}, **listed}
+    return listed
+
+
+def route(
+    router: Router, op: str, *, method: str | None = None, operation_id: str | None = None
+) -> Callable[[F], F]:
+    """Register the decorated function as the route of operation ``op``, as the endpoint
+    table (``conveyor.endpoints``) declares it: method, path, response model, status,
+    documented errors and role. Its body parameter must be the table's request model
+    (and it takes none when the table names none)."""
+    e = ENDPOINTS[op]
+
+    def register(function: F) -> F:
+        wanted = None if e.request is None else _model(e.request)
+        bodies = [
+            p.annotation
+            for p in inspect.signature(function, eval_str=True).parameters.values()
+            if isinstance(p.annotation, type) and issubclass(p.annotation, BaseModel)
+        ]
+        if bodies != ([] if wanted is None else [wanted]):
+            raise TypeError(f"route {op}: its body is {bodies}, the endpoint table says {wanted}")
+        options: dict[str, Any] = {"methods": [method or e.method], "summary": e.summary}
+        response_model = None
+        if e.response is not None:
+            response_model = options["response_model"] = _model(e.response)
+        if e.status != 200:
+            options["status_code"] = e.status
+        if e.text is not None:
+            options["response_class"] = Response
+        if e.role is not None:
+            options["dependencies"] = [require(Role(e.role))]
+        if operation_id is not None:
+            options["operation_id"] = operation_id
+        router.add_api_route(e.path, function, responses=_responses(e, response_model), **options)
+        return function
+
+    return register

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import traceback
 
-from conveyor.errors import InvalidArgument, Retry, Snooze, Terminal
+from conveyor.control import Retry, Snooze, Terminal
+from conveyor.errors import InvalidArgument
 from conveyor.job import Job
 from conveyor.retry import BackoffPolicy, seconds
 from conveyor.worker.outcome import Outcome, failed, snoozed

@@ -18,16 +18,16 @@ from dataclasses import dataclass
 from conveyor.contract import QueueAPI
 from conveyor.errors import ConveyorError, DatabaseError
 from conveyor.job import Status
+from conveyor.ops.reports import Report
 from conveyor.worker.logs import log, one_line
 from conveyor.worker.outcome import Outcome
 from conveyor.worker.timing import db_retry_delay
 
 
-def write(queue: QueueAPI, outcomes: Sequence[Outcome]) -> dict[int, Status]:
-    """Write endings in one transaction; returns the new status of each job written (a
-    job left out was refused). One batch holds one ending per job: a job is claimed again
-    only after its earlier ending was written, so ids identify the outcomes."""
-    return queue.report(
+def as_report(outcomes: Sequence[Outcome]) -> Report:
+    """Endings as a ``Report``. One batch holds one ending per job: a job is claimed
+    again only after its earlier ending was written, so ids identify the outcomes."""
+    return Report(
         completed=[(o.job.id, o.claim_id, o.result) for o in outcomes if o.completed],
         failed=[
             (o.job.id, o.claim_id, o.error, o.retryable, o.delay)
@@ -36,6 +36,13 @@ def write(queue: QueueAPI, outcomes: Sequence[Outcome]) -> dict[int, Status]:
         ],
         snoozed=[(o.job.id, o.claim_id, o.snooze) for o in outcomes if o.snooze is not None],
     )
+
+
+def write(queue: QueueAPI, outcomes: Sequence[Outcome]) -> dict[int, Status]:
+    """Write endings in one transaction; returns the new status of each job written (a
+    job left out was refused)."""
+    endings = as_report(outcomes)
+    return queue.report(completed=endings.completed, failed=endings.failed, snoozed=endings.snoozed)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +84,8 @@ class Completer:
         self._on_flushed = on_flushed
         self._on_db_error = on_db_error
         self._inbox: list[Outcome] = []
-        self._outstanding = 0  # queued or being written
+        self._outstanding = 0  # queued or being written (here, or with a claim)
+        self._doubtful: set[int] = set()  # endings whose earlier write may have committed
         self._cond = threading.Condition()
         self._closing = False
         self._give_up_at: float | None = None
@@ -100,6 +108,44 @@ class Completer:
     @property
     def outstanding(self) -> int:
         return self._outstanding
+
+    # -- endings written with a claim ---------------------------------------------------
+    # The claim loop takes the endings waiting here and writes them in the transaction
+    # of its next claim (one commit per batch instead of two); it then hands the result
+    # back (``finish``) or, when that claim failed, the endings themselves (``give_back``).
+    def take(self) -> list[Outcome]:
+        with self._cond:
+            if self._closing:
+                return []
+            batch = self._inbox[: self.max_batch]
+            del self._inbox[: self.max_batch]
+            return batch
+
+    def finish(self, batch: list[Outcome], statuses: dict[int, Status]) -> None:
+        uncertain = self._doubted(batch)
+        try:
+            self._on_flushed(Flushed(batch, statuses, uncertain=uncertain))
+        finally:
+            with self._cond:
+                self._outstanding -= len(batch)
+                self._cond.notify_all()
+
+    def give_back(self, batch: list[Outcome], *, doubtful: bool) -> None:
+        """Endings a claim could not write: written here instead. ``doubtful``: the claim
+        failed on the connection, so it may have committed them."""
+        with self._cond:
+            if doubtful:
+                self._doubtful.update(id(o) for o in batch)
+            self._inbox[:0] = batch
+            self._cond.notify()
+
+    def _doubted(self, batch: list[Outcome]) -> bool:
+        with self._cond:
+            if not self._doubtful:
+                return False
+            found = [id(o) for o in batch if id(o) in self._doubtful]
+            self._doubtful.difference_update(found)
+            return bool(found)
 
     def close(self, timeout: float) -> bool:
         """Take no more endings, write those queued (trying for up to ``timeout``
@@ -128,6 +174,8 @@ class Completer:
                     self._cond.wait(left)
                 batch = self._inbox[: self.max_batch]
                 del self._inbox[: self.max_batch]
+            if not batch:  # a claim took them meanwhile
+                continue
             try:
                 self._on_flushed(self._write(batch))
             finally:
@@ -139,7 +187,8 @@ class Completer:
         failures = 0
         while True:
             try:
-                return Flushed(batch, write(self.queue, batch), uncertain=failures > 0)
+                statuses = write(self.queue, batch)
+                return Flushed(batch, statuses, uncertain=self._doubted(batch) or failures > 0)
             except DatabaseError as exc:
                 if self._on_db_error is not None:
                     self._on_db_error(exc)

@@ -17,12 +17,12 @@ from conveyor.worker import completer, invoke
 from conveyor.worker.outcome import Outcome
 
 if TYPE_CHECKING:
-    from conveyor.app import App
+    from conveyor.worker.host import WorkerApp
 
 T = TypeVar("T")
 
 
-def drain(app: App, queues: Sequence[str]) -> int:
+def drain(app: WorkerApp, queues: Sequence[str]) -> int:
     """Claim and run jobs of ``queues`` until none is claimable; return how many ran."""
     q = app.queue
     ran = 0

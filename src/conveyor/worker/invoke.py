@@ -15,7 +15,8 @@ from conveyor.worker.classify import from_exception
 from conveyor.worker.outcome import Outcome
 
 if TYPE_CHECKING:
-    from conveyor.app import App, Task
+    from conveyor.task.registered import Task
+    from conveyor.worker.host import WorkerApp
 
 
 class Prepared:
@@ -32,7 +33,7 @@ class Prepared:
         self.backoff = backoff
 
 
-def prepare(app: App, job: Job) -> Prepared | Outcome:
+def prepare(app: WorkerApp, job: Job) -> Prepared | Outcome:
     """The task and arguments for ``job``, or the failure to record when there are none."""
     task = app.get_task(job.task)
     # A remote queue has no backoff policy of its own: the library default applies.

@@ -32,12 +32,12 @@ from typing import TYPE_CHECKING
 
 from conveyor import validation as check
 from conveyor.errors import ConfigurationError, ConveyorError, DatabaseError
-from conveyor.job import Job, Status
+from conveyor.job import Claim, Job, Status
 from conveyor.maintenance import Dispatcher, Maintainer, Pruner, Rescuer, Retention, Scheduler
 from conveyor.queue import Duration, Queue
 from conveyor.task import Context
 from conveyor.worker import invoke, logs, outcome
-from conveyor.worker.completer import Completer, Flushed
+from conveyor.worker.completer import Completer, Flushed, as_report
 from conveyor.worker.heartbeater import Heartbeater
 from conveyor.worker.held import Held, HeldJobs
 from conveyor.worker.logs import log, one_line
@@ -60,7 +60,7 @@ from conveyor.worker.timing import (
 from conveyor.worker.wakeup import Wakeup, hears_others
 
 if TYPE_CHECKING:
-    from conveyor.app import App
+    from conveyor.worker.host import WorkerApp
 
 MAX_PREFETCH = 10_000
 MAX_AUTO_PREFETCH = 1_000  # the default prefetch's bound
@@ -84,7 +84,7 @@ class Worker:
 
     def __init__(
         self,
-        app: App,
+        app: WorkerApp,
         *,
         queues: Sequence[str] | None = None,
         concurrency: int = 10,
@@ -202,6 +202,7 @@ class Worker:
             scheduler = Scheduler(q, self.app.schedules.values())
             self._maintainer.add(scheduler, scheduler.interval)
         self._dispatcher: Dispatcher | None = None
+        self._told_seen = 0
         if self.app.notifier is not None:
             self._dispatcher = Dispatcher(q, self.app.notifier)
             self._maintainer.add(self._dispatcher, 1.0)
@@ -281,21 +282,45 @@ class Worker:
         self._rotation = (self._rotation + 1) % len(self.queues)
         free = self.concurrency - self._held.in_hand
         jobs: list[Job] = []
+        # Endings waiting to be written go with the first claim: one transaction for both.
+        endings = self._completer.take()
         for name in order:
             want = room - len(jobs)
             if name in self._controlled:
                 want = min(want, free - len(jobs))
             if want <= 0:
                 continue
+            taken, endings = endings, []
             try:
-                claim = q.claim(
-                    name, limit=want, lease=self.lease, worker=self.name, count_remaining=False
-                )
+                claim = self._claim_with(q, name, want, taken)
             except DatabaseError as exc:
                 self._db_error(exc)
                 return jobs, exc  # what was claimed already still runs
             jobs += claim.jobs
+        if endings:  # no queue had room: written on their own
+            self._completer.give_back(endings, doubtful=False)
         return jobs, None
+
+    def _claim_with(self, q: Queue, name: str, want: int, endings: list[Outcome]) -> Claim:
+        """A claim that also writes ``endings``; whatever happens, they are handed back
+        to the completer exactly once: as written, or to write on its own."""
+        if endings:
+            try:
+                claim = q.claim(
+                    name, limit=want, lease=self.lease, worker=self.name, count_remaining=False,
+                    report=as_report(endings),
+                )  # fmt: skip
+            except DatabaseError:
+                self._completer.give_back(endings, doubtful=True)
+                raise
+            except ConveyorError:
+                # An ending the queue refuses must not stop claims: the completer writes
+                # them on their own, one by one if need be, and finds it.
+                self._completer.give_back(endings, doubtful=False)
+            else:
+                self._completer.finish(endings, claim.reported)
+                return claim
+        return q.claim(name, limit=want, lease=self.lease, worker=self.name, count_remaining=False)
 
     def _read_flow_control(self, q: Queue) -> None:
         now = time.monotonic()
@@ -409,10 +434,14 @@ class Worker:
         if self._dispatcher is None:
             return False
         try:
-            return self._dispatcher.run_once() > 0
+            self._dispatcher.run_once()
         except DatabaseError as exc:
             log.warning("cannot announce finished jobs: %s", one_line(exc))
             return False
+        # Passes of the maintenance thread count too: one may have told (and enqueued a
+        # delivery) just before ours found nothing left to tell.
+        seen, self._told_seen = self._told_seen, self._dispatcher.told_total
+        return self._told_seen > seen
 
     def _db_error(self, exc: DatabaseError) -> None:
         self.stats.add(db_errors=1)

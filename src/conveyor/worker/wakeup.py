@@ -1,6 +1,6 @@
 """Where the claim loop sleeps when there was nothing to claim, and what wakes it.
 
-The backend's ``generation()`` and ``wait_for_change`` wake the worker as soon as a job
+The driver's ``generation()`` and ``wait_for_change`` wake the worker as soon as a job
 is enqueued: LISTEN/NOTIFY on PostgreSQL, a watch of ``PRAGMA data_version`` on SQLite,
 and commits made in the worker's own process at once on both. The poll interval only
 covers jobs that become due by time (``run_at``, retry backoff). A queue that hears of
@@ -19,8 +19,8 @@ _SLICE = 0.1
 def hears_others(queue: Any) -> bool:
     """Whether other processes' commits wake this one (LISTEN/NOTIFY, or SQLite's watch
     of its database file): polling then only catches jobs that fall due. A remote queue
-    has no backend, and polls."""
-    return bool(getattr(getattr(queue, "backend", None), "hears_other_processes", False))
+    has no driver, and polls."""
+    return bool(getattr(getattr(queue, "driver", None), "hears_other_processes", False))
 
 
 class Wakeup:
@@ -30,9 +30,9 @@ class Wakeup:
         self._interval = self.min_poll
         self._event = threading.Event()
         self._closed = threading.Event()
-        backend = getattr(queue, "backend", None)
-        # A remote queue has no backend: it polls.
-        self._backend = backend if callable(getattr(backend, "wait_for_change", None)) else None
+        driver = getattr(queue, "driver", None)
+        # A remote queue has no driver: it polls.
+        self._backend = driver if callable(getattr(driver, "wait_for_change", None)) else None
         self._bridge: threading.Thread | None = None
 
     def start(self) -> None:

@@ -7,29 +7,19 @@ from typing import Annotated, Any
 from fastapi import Query, Response
 
 from conveyor.web.answers import job_answer
-from conveyor.web.auth import Role, require
 from conveyor.web.models import (
     TEN_YEARS,
     CompleteByKeyRequest,
-    CompletedOut,
-    JobOut,
     PruneRequest,
-    RemovedOut,
-    ResetOut,
 )
-from conveyor.web.router import Router
-from conveyor.web.routes.common import JobIdPath, QueuePath, QueuesQuery, errors, queue_list
+from conveyor.web.router import Router, route
+from conveyor.web.routes.common import JobIdPath, QueuePath, QueuesQuery, queue_list
 from conveyor.web.state import State
 
-router = Router(tags=["admin"], dependencies=[require(Role.ADMIN)])
+router = Router(tags=["admin"])
 
 
-@router.post(
-    "/api/jobs/{job_id:job_id}/retry",
-    response_model=JobOut,
-    responses=errors(404, 409),
-    summary="Run a final job again",
-)
+@route(router, "retry")
 def retry(
     job_id: JobIdPath,
     state: State,
@@ -41,36 +31,21 @@ def retry(
     return job_answer(state.queue.retry(job_id, reset_attempts=reset_attempts))
 
 
-@router.post(
-    "/api/jobs/{job_id:job_id}/release",
-    response_model=JobOut,
-    responses=errors(404, 409),
-    summary="Put a running job back to pending, whoever holds it",
-)
+@route(router, "release_job")
 def release_job(job_id: JobIdPath, state: State) -> Response:
     """An admin's reset of one job: its claim no longer holds it, and any write by that
     claim is refused."""
     return job_answer(state.queue.release_job(job_id))
 
 
-@router.post(
-    "/api/jobs/{job_id:job_id}/cancel",
-    response_model=JobOut,
-    responses=errors(404, 409),
-    summary="Cancel a pending or running job",
-)
+@route(router, "cancel")
 def cancel(job_id: JobIdPath, state: State) -> Response:
     job = state.queue.cancel(job_id)
     state.metrics.reported_jobs([job])
     return job_answer(job)
 
 
-@router.post(
-    "/api/claims/reset",
-    response_model=ResetOut,
-    responses=errors(),
-    summary="Reset old claims",
-)
+@route(router, "reset_claims")
 def reset_claims(
     state: State,
     older_than_minutes: Annotated[float, Query(ge=0, le=TEN_YEARS / 60, allow_inf_nan=False)],
@@ -82,23 +57,13 @@ def reset_claims(
     return {"reset_count": count}
 
 
-@router.post(
-    "/api/prune",
-    response_model=RemovedOut,
-    responses=errors(),
-    summary="Delete old final jobs",
-)
+@route(router, "prune")
 def prune(body: PruneRequest, state: State) -> dict[str, Any]:
     removed = state.queue.prune(older_than=body.older_than_seconds, statuses=body.statuses)
     return {"removed_count": removed}
 
 
-@router.post(
-    "/api/queues/{queue:name}/complete-by-key",
-    response_model=CompletedOut,
-    responses=errors(),
-    summary="Complete the active job with a key: the work was done elsewhere",
-)
+@route(router, "complete_by_key")
 def complete_by_key(queue: QueuePath, body: CompleteByKeyRequest, state: State) -> dict[str, Any]:
     count = state.queue.complete_by_key(
         body.key, queue=queue, result=body.result, include_failed=body.include_failed

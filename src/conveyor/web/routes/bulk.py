@@ -10,68 +10,21 @@ jobs it changed no longer match, so a repeat after a crash or a timeout is harml
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any, Literal
-
-from pydantic import BaseModel, Field
+from typing import Any
 
 from conveyor.errors import InvalidTransition, JobNotFound
 from conveyor.job import Job
-from conveyor.ops.defaults import MAX_JOB_ID
-from conveyor.web.auth import Role, require
-from conveyor.web.models import Key, Name, When, _Request
-from conveyor.web.router import Router
-from conveyor.web.routes.common import errors
+from conveyor.web.models import BulkCancelRequest, BulkRetryRequest, Selection
+from conveyor.web.router import Router, route
 from conveyor.web.state import ServerState, State
 
-router = Router(tags=["admin"], dependencies=[require(Role.ADMIN)])
+router = Router(tags=["admin"])
 
-MAX_BULK = 1000
 # Jobs read per statement: their payloads are held in memory while they change.
 _PAGE = 100
 
 
-class _Selection(_Request):
-    queue: Name | None = None
-    task: Name | None = None
-    key: Key | None = None
-    created_after: When | None = Field(None, description="created at or after this time")
-    created_before: When | None = Field(None, description="created before this time")
-    after: Annotated[int, Field(ge=0, le=MAX_JOB_ID)] | None = Field(
-        None, description="start after this id (the previous answer's next_after)"
-    )
-    limit: Annotated[int, Field(ge=1, le=MAX_BULK)] = Field(
-        MAX_BULK, description="the most jobs this request handles"
-    )
-
-
-class BulkRetryRequest(_Selection):
-    status: Literal["failed", "cancelled", "completed"] = "failed"
-
-
-class BulkCancelRequest(_Selection):
-    status: Literal["pending", "running"] = "pending"
-
-
-class SkippedOut(BaseModel):
-    id: int
-    reason: str
-
-
-class BulkOut(BaseModel):
-    changed_count: int
-    ids: list[int] = Field(description="the jobs changed, in id order")
-    skipped: list[SkippedOut] = Field(description="matching jobs left as they were, and why")
-    next_after: int | None = Field(
-        description="more jobs may match: repeat with after = this; null when done"
-    )
-
-
-@router.post(
-    "/api/jobs/bulk/retry",
-    response_model=BulkOut,
-    responses=errors(),
-    summary="Retry every final job that matches the filters",
-)
+@route(router, "bulk_retry")
 def bulk_retry(body: BulkRetryRequest, state: State) -> dict[str, Any]:
     """Failed (by default), cancelled or completed jobs matching the filters go back to
     pending with their attempts reset, up to `limit` of them in id order. A job another
@@ -79,12 +32,7 @@ def bulk_retry(body: BulkRetryRequest, state: State) -> dict[str, Any]:
     return _apply(state, body, body.status, state.queue.retry)
 
 
-@router.post(
-    "/api/jobs/bulk/cancel",
-    response_model=BulkOut,
-    responses=errors(),
-    summary="Cancel every active job that matches the filters",
-)
+@route(router, "bulk_cancel")
 def bulk_cancel(body: BulkCancelRequest, state: State) -> dict[str, Any]:
     """Pending (by default) or running jobs matching the filters are cancelled, up to
     `limit` of them in id order; a running task's later reports are refused."""
@@ -98,7 +46,7 @@ def bulk_cancel(body: BulkCancelRequest, state: State) -> dict[str, Any]:
 
 
 def _apply(
-    state: ServerState, body: _Selection, status: str, change: Callable[[int], Job]
+    state: ServerState, body: Selection, status: str, change: Callable[[int], Job]
 ) -> dict[str, Any]:
     changed: list[int] = []
     skipped: list[dict[str, Any]] = []

@@ -8,47 +8,26 @@ from typing import Annotated, Any
 from fastapi import Query
 
 from conveyor.codec import to_json
-from conveyor.info import QueueSettings, Rate
-from conveyor.web.auth import Role, require
-from conveyor.web.models import DependentsOut, LimitsRequest, RateIn
-from conveyor.web.router import Router
-from conveyor.web.routes.common import JobIdPath, QueuePath, QueueQuery, errors
+from conveyor.info import Rate
+from conveyor.web.models import LimitsRequest, RateIn
+from conveyor.web.router import Router, route
+from conveyor.web.routes.common import JobIdPath, QueuePath, QueueQuery
 from conveyor.web.state import State
 
 router = Router(tags=["flow control"])
-admin = [require(Role.ADMIN)]
-reader = [require(Role.READER)]
 
 
-@router.post(
-    "/api/queues/{queue:name}/pause",
-    response_model=QueueSettings,
-    dependencies=admin,
-    responses=errors(),
-    summary="Pause a queue: no worker claims from it until it is resumed",
-)
+@route(router, "pause")
 def pause(queue: QueuePath, state: State) -> Any:
     return to_json(state.queue.pause(queue))
 
 
-@router.post(
-    "/api/queues/{queue:name}/resume",
-    response_model=QueueSettings,
-    dependencies=admin,
-    responses=errors(),
-    summary="Resume a paused queue",
-)
+@route(router, "resume")
 def resume(queue: QueuePath, state: State) -> Any:
     return to_json(state.queue.resume(queue))
 
 
-@router.put(
-    "/api/queues/{queue:name}/limits",
-    response_model=QueueSettings,
-    dependencies=admin,
-    responses=errors(),
-    summary="Set a queue's concurrency caps and rate limits",
-)
+@route(router, "set_limits")
 def set_limits(queue: QueuePath, body: LimitsRequest, state: State) -> Any:
     """Replaces every limit: a field left out or null removes that limit."""
     settings = state.queue.set_limits(
@@ -65,42 +44,22 @@ def _rate(value: RateIn | None) -> Rate | None:
     return None if value is None else Rate(value.limit, value.per)
 
 
-@router.get(
-    "/api/queues/settings",
-    dependencies=reader,
-    responses=errors(),
-    summary="The flow control of every queue that has some",
-)
+@route(router, "queue_settings")
 def queue_settings(state: State, queue: QueueQuery = None) -> dict[str, Any]:
     return {"queues": to_json(state.queue.queue_settings(queue))}
 
 
-@router.get(
-    "/api/workers",
-    dependencies=reader,
-    responses=errors(),
-    summary="Registered workers, idle ones too",
-)
+@route(router, "workers")
 def workers(state: State) -> dict[str, Any]:
     return {"workers": to_json(state.queue.workers())}
 
 
-@router.get(
-    "/api/schedules",
-    dependencies=reader,
-    responses=errors(),
-    summary="Periodic schedules, with their last and next slot",
-)
+@route(router, "schedules")
 def schedules(state: State) -> dict[str, Any]:
     return {"schedules": to_json(state.queue.schedules())}
 
 
-@router.get(
-    "/api/throughput",
-    dependencies=reader,
-    responses=errors(),
-    summary="Jobs completed and failed per minute",
-)
+@route(router, "throughput")
 def throughput(
     state: State,
     queue: QueueQuery = None,
@@ -109,12 +68,6 @@ def throughput(
     return {"minutes": to_json(state.queue.throughput(queue=queue, minutes=minutes))}
 
 
-@router.get(
-    "/api/jobs/{job_id:job_id}/dependents",
-    response_model=DependentsOut,
-    dependencies=reader,
-    responses=errors(),
-    summary="The jobs that run after this one",
-)
+@route(router, "dependents")
 def dependents(job_id: JobIdPath, state: State) -> dict[str, Any]:
     return {"dependents": state.queue.dependents(job_id)}

@@ -13,18 +13,14 @@ from conveyor.job import Job, Status
 from conveyor.ops.defaults import MAX_JOB_ID
 from conveyor.queue import MAX_LIST, Queue
 from conveyor.web.answers import Budget, answer, job_answer, job_json, parse_include, trimmed
-from conveyor.web.auth import Role, require
 from conveyor.web.envelope import error_response
 from conveyor.web.models import (
     BatchEnqueueRequest,
     EnqueueRequest,
-    IdsOut,
-    JobList,
-    JobOut,
-    SubscribersOut,
     WhenQuery,
+    enqueue_options,
 )
-from conveyor.web.router import Router
+from conveyor.web.router import Router, route
 from conveyor.web.routes.common import (
     KEY,
     QUEUE,
@@ -33,13 +29,10 @@ from conveyor.web.routes.common import (
     KeyQuery,
     QueueQuery,
     TaskQuery,
-    errors,
 )
 from conveyor.web.state import State
 
 router = Router(tags=["jobs"])
-reader = [require(Role.READER)]
-worker = [require(Role.WORKER)]
 
 _REREAD = 1.0
 _DEFAULT_WAIT = 30.0
@@ -49,53 +42,23 @@ _FIRST_PAGE = 16
 _MAX_PAGE = 256
 
 
-@router.post(
-    "/api/jobs",
-    response_model=JobOut,
-    status_code=201,
-    dependencies=worker,
-    responses={
-        200: {"model": JobOut, "description": "An active job already has the key"},
-        **errors(409),
-    },
-    summary="Enqueue a job",
-)
+@route(router, "enqueue")
 def enqueue(body: EnqueueRequest, state: State) -> Response:
     """Add a job. With a `key`, an active job with that key is returned (200) instead of
     a new one (201), or refused (409) with `on_active="raise"`."""
-    job = state.queue.enqueue(
-        body.task,
-        body.payload,
-        queue=body.queue or "default",
-        key=body.key,
-        priority=body.priority,
-        run_at=body.run_at,
-        max_attempts=body.max_attempts,
-        subscriber=body.subscriber,
-        on_active=body.on_active,
-        cache_ttl=body.cache_ttl_seconds,
-        on_failed=body.on_failed,
-        on_completed=body.on_completed,
-        group=body.group,
-        after=body.after,
-        on_dependency_failure=body.on_dependency_failure,
-    )
+    options = enqueue_options(body)
+    job = state.queue.enqueue(body.task, body.payload, **options)
     state.metrics.enqueued_jobs([job])
     return job_answer(job, status_code=200 if job.deduplicated else 201)
 
 
-@router.post(
-    "/api/jobs/batch",
-    response_model=JobList | IdsOut,
-    status_code=201,
-    dependencies=worker,
-    responses=errors(409),
-    summary="Enqueue many jobs in one transaction",
-)
+@route(router, "enqueue_many")
 def enqueue_many(body: BatchEnqueueRequest, state: State) -> Response:
     """Every job, in the order sent (an item whose key was active gives that job).
     Past the byte budget the jobs come without payload and result (`truncated`)."""
-    items = [item.model_dump(exclude_unset=True, exclude_none=True) for item in body.jobs]
+    items = [
+        {"task": item.task, "payload": item.payload, **enqueue_options(item)} for item in body.jobs
+    ]
     if body.ids_only:
         return answer({"ids": state.queue.enqueue_ids(items, queue=body.queue)}, 201)
     jobs = state.queue.enqueue_many(items, queue=body.queue)
@@ -105,13 +68,7 @@ def enqueue_many(body: BatchEnqueueRequest, state: State) -> Response:
     return rendered
 
 
-@router.get(
-    "/api/jobs",
-    response_model=JobList,
-    dependencies=reader,
-    responses=errors(),
-    summary="List jobs",
-)
+@route(router, "jobs")
 def list_jobs(
     state: State,
     queue: QueueQuery = None,
@@ -157,13 +114,7 @@ def _next_page(budget: Budget) -> int:
     return max(1, min(_MAX_PAGE, int(budget.room / max(1.0, average)) + 1))
 
 
-@router.get(
-    "/api/jobs/latest",
-    response_model=JobOut,
-    dependencies=reader,
-    responses=errors(404),
-    summary="The newest job with a key",
-)
+@route(router, "latest")
 def latest(
     state: State,
     key: Annotated[str, KEY],
@@ -176,24 +127,12 @@ def latest(
     return job_answer(job)
 
 
-@router.get(
-    "/api/jobs/{job_id:job_id}",
-    response_model=JobOut,
-    dependencies=reader,
-    responses=errors(404),
-    summary="A job",
-)
+@route(router, "get")
 def get_job(job_id: JobIdPath, state: State) -> Response:
     return job_answer(_existing(state.queue, job_id))
 
 
-@router.get(
-    "/api/jobs/{job_id:job_id}/wait",
-    response_model=JobOut,
-    dependencies=reader,
-    responses=errors(404),
-    summary="Long poll until the job is final",
-)
+@route(router, "wait")
 async def wait(
     job_id: JobIdPath,
     state: State,
@@ -228,13 +167,7 @@ async def wait(
         state.waits.active -= 1
 
 
-@router.get(
-    "/api/jobs/{job_id:job_id}/subscribers",
-    response_model=SubscribersOut,
-    dependencies=reader,
-    responses=errors(),
-    summary="Who asked to hear of the job's end",
-)
+@route(router, "subscribers")
 def subscribers(job_id: JobIdPath, state: State) -> dict[str, Any]:
     return {"subscribers": state.queue.subscribers(job_id)}
 

@@ -9,36 +9,21 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from conveyor.job import sum_stats
 from conveyor.web.answers import answer
-from conveyor.web.auth import Role, require
 from conveyor.web.envelope import error_response
-from conveyor.web.models import HealthOut, QueuesOut, StatsOut
-from conveyor.web.router import Router
-from conveyor.web.routes.common import QueueQuery, errors
+from conveyor.web.router import Router, route
+from conveyor.web.routes.common import QueueQuery
 from conveyor.web.state import State
 
 router = Router(tags=["operations"])
-reader = [require(Role.READER)]
 
 
-@router.get(
-    "/api/stats",
-    response_model=StatsOut,
-    dependencies=reader,
-    responses=errors(),
-    summary="Counts per status",
-)
+@route(router, "stats")
 def stats(state: State, queue: QueueQuery = None) -> dict[str, Any]:
     """Of one queue, or of all of them."""
     return state.queue.stats(queue).to_dict()
 
 
-@router.get(
-    "/api/queues",
-    response_model=QueuesOut,
-    dependencies=reader,
-    responses=errors(),
-    summary="Counts per queue and status",
-)
+@route(router, "queue_stats")
 def queues(state: State) -> dict[str, Any]:
     per_queue = state.queue.queue_stats()
     return {
@@ -47,16 +32,7 @@ def queues(state: State) -> dict[str, Any]:
     }
 
 
-@router.get(
-    "/metrics",
-    dependencies=reader,
-    response_class=Response,
-    responses={
-        200: {"content": {"text/plain": {}}, "description": "Prometheus text format"},
-        **errors(),
-    },
-    summary="Prometheus metrics",
-)
+@route(router, "metrics")
 def metrics(state: State) -> Response:
     return Response(state.metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
@@ -78,13 +54,7 @@ def healthz(state: State) -> Response:
     return answer({"status": "ok", "time": now.isoformat(), "schema_version": version})
 
 
+# A load balancer may ask with HEAD: the same route under each method, each with an
+# operation id of its own.
 for _method in ("GET", "HEAD"):
-    router.add_api_route(
-        "/healthz",
-        healthz,
-        methods=[_method],
-        operation_id=f"healthz_{_method.lower()}",
-        response_model=HealthOut,
-        responses={503: errors()[503]},
-        summary="Whether the database answers, with the schema this server needs",
-    )
+    route(router, "now", method=_method, operation_id=f"healthz_{_method.lower()}")(healthz)

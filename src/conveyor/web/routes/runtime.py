@@ -9,41 +9,29 @@ from typing import Annotated, Any
 from fastapi import Query, Response
 
 from conveyor.codec import to_json
-from conveyor.info import ScheduleInfo
 from conveyor.web.answers import answer, job_answer, job_json
-from conveyor.web.auth import Caller, Role, require
+from conveyor.web.auth import Caller
 from conveyor.web.models import (
     TEN_YEARS,
     ClaimJobRequest,
-    ClaimOut,
-    FoldedOut,
     HeartbeatManyRequest,
-    IdsOut,
-    JobOut,
-    RemovedOut,
-    ReportOut,
     ReportRequest,
-    RetriedOut,
     RetryNotificationsRequest,
     RunSlotRequest,
     ScheduleRequest,
     SnoozeRequest,
     WorkerRequest,
+    enqueue_options,
 )
-from conveyor.web.router import Router
-from conveyor.web.routes.common import JobIdPath, NamePath, errors
-from conveyor.web.routes.work import caller_name, check_lease, claim_answer
+from conveyor.web.router import Router, route
+from conveyor.web.routes.common import JobIdPath, NamePath
+from conveyor.web.routes.work import caller_name, check_lease, claim_answer, endings
 from conveyor.web.state import State
 
-router = Router(tags=["work"], dependencies=[require(Role.WORKER)])
+router = Router(tags=["work"])
 
 
-@router.post(
-    "/api/jobs/{job_id:job_id}/claim",
-    response_model=ClaimOut,
-    responses=errors(404, 409),
-    summary="Claim one job by id",
-)
+@route(router, "claim_job")
 def claim_job(job_id: JobIdPath, body: ClaimJobRequest, state: State, role: Caller) -> Response:
     """The job must be pending with its dependencies met (409 otherwise). Its queue's
     pause and limits do not apply: the caller chose this job."""
@@ -53,41 +41,24 @@ def claim_job(job_id: JobIdPath, body: ClaimJobRequest, state: State, role: Call
     return claim_answer(state, taken)
 
 
-@router.post(
-    "/api/jobs/{job_id:job_id}/snooze",
-    response_model=JobOut,
-    responses=errors(404, 409),
-    summary="Put a claimed job back for a while, without spending an attempt",
-)
+@route(router, "snooze")
 def snooze(job_id: JobIdPath, body: SnoozeRequest, state: State) -> Response:
     job = state.queue.snooze(job_id, body.claim_id, body.delay_seconds)
     return job_answer(job, holder=body.claim_id)
 
 
-@router.post(
-    "/api/batch/report",
-    response_model=ReportOut,
-    responses=errors(),
-    summary="Write many endings in one transaction",
-)
+@route(router, "report")
 def report(body: ReportRequest, state: State) -> dict[str, Any]:
     """Completions, failures and snoozes; the answer gives the new status of each job
     written. A job left out was refused: its claim no longer holds it."""
+    given = endings(body)
     written = state.queue.report(
-        completed=[(i.job_id, i.claim_id, i.result) for i in body.completed],
-        failed=[(i.job_id, i.claim_id, i.error, i.retryable, i.delay_seconds)
-                for i in body.failed],
-        snoozed=[(i.job_id, i.claim_id, i.delay_seconds) for i in body.snoozed],
-    )  # fmt: skip
+        completed=given.completed, failed=given.failed, snoozed=given.snoozed
+    )
     return {"written": {str(k): v for k, v in written.items()}}
 
 
-@router.post(
-    "/api/batch/renew",
-    response_model=IdsOut,
-    responses=errors(),
-    summary="Renew many leases; the ids still held",
-)
+@route(router, "renew")
 def renew(body: HeartbeatManyRequest, state: State) -> dict[str, Any]:
     """`extend_seconds` is bounded as a claim's lease is."""
     check_lease(body.extend_seconds, state.limits, "extend_seconds")
@@ -95,12 +66,7 @@ def renew(body: HeartbeatManyRequest, state: State) -> dict[str, Any]:
     return {"ids": sorted(state.queue.renew(items, extend=body.extend_seconds))}
 
 
-@router.post(
-    "/api/notifications/retry",
-    response_model=RetriedOut,
-    responses=errors(),
-    summary="Deliveries that failed: offer them again later",
-)
+@route(router, "retry_notifications")
 def retry_notifications(body: RetryNotificationsRequest, state: State) -> dict[str, Any]:
     count = state.queue.retry_notifications(
         [(i.job_id, i.subscriber) for i in body.items],
@@ -112,12 +78,7 @@ def retry_notifications(body: RetryNotificationsRequest, state: State) -> dict[s
     return {"retried_count": count}
 
 
-@router.put(
-    "/api/workers/{name:name}",
-    status_code=204,
-    responses=errors(),
-    summary="Register a worker or refresh its entry",
-)
+@route(router, "worker_seen")
 def worker_seen(name: NamePath, body: WorkerRequest, state: State) -> None:
     state.queue.worker_seen(
         name, host=body.host, pid=body.pid, queues=body.queues, concurrency=body.concurrency,
@@ -125,22 +86,12 @@ def worker_seen(name: NamePath, body: WorkerRequest, state: State) -> None:
     )  # fmt: skip
 
 
-@router.delete(
-    "/api/workers/{name:name}",
-    status_code=204,
-    responses=errors(),
-    summary="Remove a worker's entry (a clean stop)",
-)
+@route(router, "worker_stopped")
 def worker_stopped(name: NamePath, state: State) -> None:
     state.queue.worker_stopped(name)
 
 
-@router.delete(
-    "/api/workers",
-    response_model=RemovedOut,
-    responses=errors(),
-    summary="Delete entries of workers presumed dead",
-)
+@route(router, "forget_workers")
 def forget_workers(
     state: State,
     expired_for_seconds: Annotated[float, Query(ge=0, le=TEN_YEARS, allow_inf_nan=False)],
@@ -150,12 +101,7 @@ def forget_workers(
     return {"removed_count": state.queue.forget_workers(expired_for_seconds)}
 
 
-@router.put(
-    "/api/schedules/{name}",
-    response_model=ScheduleInfo,
-    responses=errors(),
-    summary="Declare a periodic schedule",
-)
+@route(router, "save_schedule")
 def save_schedule(name: NamePath, body: ScheduleRequest, state: State) -> Any:
     saved = state.queue.save_schedule(
         name, task=body.task, queue=body.queue, spec=body.spec, first_slot=body.first_slot,
@@ -164,26 +110,19 @@ def save_schedule(name: NamePath, body: ScheduleRequest, state: State) -> Any:
     return to_json(saved)
 
 
-@router.post(
-    "/api/schedules/{name}/run",
-    responses=errors(),
-    summary="Enqueue a schedule's job for a slot, once",
-)
+@route(router, "run_schedule_slot")
 def run_schedule_slot(name: NamePath, body: RunSlotRequest, state: State) -> Response:
     """However many workers ask for the same slot, one job is enqueued; the others get
     `{"job": null}`."""
+    options = enqueue_options(body, queue="default")
     job = state.queue.run_schedule_slot(
         name, slot=body.slot, next_slot=body.next_slot, task=body.task, payload=body.payload,
-        queue=body.queue or "default", priority=body.priority, max_attempts=body.max_attempts,
+        queue=options["queue"], priority=options.get("priority", 0),
+        max_attempts=options.get("max_attempts"),
     )  # fmt: skip
     return answer({"job": None if job is None else job_json(job)})
 
 
-@router.post(
-    "/api/counts/fold",
-    response_model=FoldedOut,
-    responses=errors(),
-    summary="Fold the job counts' pending changes",
-)
+@route(router, "fold_counts")
 def fold_counts(state: State) -> dict[str, Any]:
     return {"folded_count": state.queue.fold_counts()}

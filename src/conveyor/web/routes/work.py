@@ -10,12 +10,11 @@ from fastapi import Response
 
 from conveyor.errors import InvalidArgument
 from conveyor.job import Claim
+from conveyor.ops.reports import Report
 from conveyor.web.answers import Budget, budgeted, job_answer, job_json, trimmed
-from conveyor.web.auth import Caller, Role, require
+from conveyor.web.auth import Caller, Role
 from conveyor.web.limits import Limits
 from conveyor.web.models import (
-    AckedOut,
-    ClaimOut,
     ClaimRequest,
     CompleteManyRequest,
     CompleteRequest,
@@ -23,36 +22,25 @@ from conveyor.web.models import (
     FailRequest,
     HeartbeatManyRequest,
     HeartbeatRequest,
-    JobList,
-    JobOut,
-    MarkedOut,
     MarkNotifiedRequest,
-    NotificationsOut,
     ProgressRequest,
-    RecoveredOut,
-    ResetOut,
+    ReportRequest,
     TakeNotificationsRequest,
 )
-from conveyor.web.router import Router
+from conveyor.web.router import Router, route
 from conveyor.web.routes.common import (
     ClaimIdPath,
     JobIdPath,
     QueuePath,
     QueuesQuery,
-    errors,
     queue_list,
 )
 from conveyor.web.state import ServerState, State
 
-router = Router(tags=["work"], dependencies=[require(Role.WORKER)])
+router = Router(tags=["work"])
 
 
-@router.post(
-    "/api/queues/{queue:name}/claim",
-    response_model=ClaimOut,
-    responses=errors(),
-    summary="Claim jobs",
-)
+@route(router, "claim")
 def claim(queue: QueuePath, body: ClaimRequest, state: State, role: Caller) -> Response:
     """Claim up to `limit` claimable jobs under one new claim id, by priority then FIFO.
     `ack`: a previous claim id whose running jobs are completed first, in the same
@@ -70,8 +58,19 @@ def claim(queue: QueuePath, body: ClaimRequest, state: State, role: Caller) -> R
         worker=body.worker or caller_name(role),
         ack=body.ack,
         count_remaining=body.count_remaining,
+        report=None if body.report is None else endings(body.report),
     )
     return claim_answer(state, taken)
+
+
+def endings(body: ReportRequest) -> Report:
+    """A report's items as the queue takes them."""
+    return Report(
+        completed=[(i.job_id, i.claim_id, i.result) for i in body.completed],
+        failed=[(i.job_id, i.claim_id, i.error, i.retryable, i.delay_seconds)
+                for i in body.failed],
+        snoozed=[(i.job_id, i.claim_id, i.delay_seconds) for i in body.snoozed],
+    )  # fmt: skip
 
 
 def claim_answer(state: ServerState, taken: Claim) -> Response:
@@ -86,7 +85,11 @@ def claim_answer(state: ServerState, taken: Claim) -> Response:
     kept = taken.jobs[: len(taken.jobs) - len(left)]
     state.metrics.claimed_jobs(replace(taken, jobs=kept))
     return budget.render(
-        claim_id=taken.id, queue=taken.queue, remaining=remaining, acked=taken.acked
+        claim_id=taken.id,
+        queue=taken.queue,
+        remaining=remaining,
+        acked=taken.acked,
+        reported={str(k): str(v) for k, v in taken.reported.items()},
     )
 
 
@@ -112,24 +115,14 @@ def _check_claim(body: ClaimRequest, limits: Limits) -> None:
         )
 
 
-@router.post(
-    "/api/jobs/{job_id:job_id}/complete",
-    response_model=JobOut,
-    responses=errors(404, 409),
-    summary="Complete a claimed job",
-)
+@route(router, "complete")
 def complete(job_id: JobIdPath, body: CompleteRequest, state: State) -> Response:
     job = state.queue.complete(job_id, body.claim_id, body.result)
     state.metrics.reported_jobs([job])
     return job_answer(job, holder=body.claim_id)
 
 
-@router.post(
-    "/api/jobs/{job_id:job_id}/fail",
-    response_model=JobOut,
-    responses=errors(404, 409),
-    summary="Report a failed attempt",
-)
+@route(router, "fail")
 def fail(job_id: JobIdPath, body: FailRequest, state: State) -> Response:
     """Retryable with attempts left: back to pending after `delay_seconds` (default: the
     server's backoff). Otherwise the job is failed for good."""
@@ -140,12 +133,7 @@ def fail(job_id: JobIdPath, body: FailRequest, state: State) -> Response:
     return job_answer(job, holder=body.claim_id)
 
 
-@router.post(
-    "/api/jobs/{job_id:job_id}/heartbeat",
-    response_model=JobOut,
-    responses=errors(404, 409),
-    summary="Renew a claimed job's lease",
-)
+@route(router, "heartbeat")
 def heartbeat(job_id: JobIdPath, body: HeartbeatRequest, state: State) -> Response:
     """`extend_seconds` is bounded as a claim's lease is."""
     check_lease(body.extend_seconds, state.limits, "extend_seconds")
@@ -153,12 +141,7 @@ def heartbeat(job_id: JobIdPath, body: HeartbeatRequest, state: State) -> Respon
     return job_answer(job, holder=body.claim_id)
 
 
-@router.post(
-    "/api/jobs/{job_id:job_id}/progress",
-    response_model=JobOut,
-    responses=errors(404, 409),
-    summary="Record progress (absolute values)",
-)
+@route(router, "progress")
 def progress(job_id: JobIdPath, body: ProgressRequest, state: State) -> Response:
     """A field left out or null keeps its value; replaying a report changes nothing."""
     job = state.queue.progress(
@@ -174,12 +157,7 @@ def progress(job_id: JobIdPath, body: ProgressRequest, state: State) -> Response
     return job_answer(job, holder=body.claim_id)
 
 
-@router.post(
-    "/api/batch/complete",
-    response_model=JobList,
-    responses=errors(),
-    summary="Complete many claimed jobs",
-)
+@route(router, "complete_many")
 def complete_many(body: CompleteManyRequest, state: State) -> Response:
     """Returns the jobs completed; items whose claim no longer holds the job are left
     out (no error). Past the byte budget, jobs come without payload and result."""
@@ -189,12 +167,7 @@ def complete_many(body: CompleteManyRequest, state: State) -> Response:
     return trimmed(jobs, state.limits.max_response_bytes, holder=holders).render()
 
 
-@router.post(
-    "/api/batch/fail",
-    response_model=JobList,
-    responses=errors(),
-    summary="Report many failed attempts",
-)
+@route(router, "fail_many")
 def fail_many(body: FailManyRequest, state: State) -> Response:
     """Returns the jobs changed; stale items are left out. Past the byte budget, jobs
     come without payload and result."""
@@ -205,12 +178,7 @@ def fail_many(body: FailManyRequest, state: State) -> Response:
     return trimmed(jobs, state.limits.max_response_bytes, holder=holders).render()
 
 
-@router.post(
-    "/api/batch/heartbeat",
-    response_model=JobList,
-    responses=errors(),
-    summary="Renew many leases",
-)
+@route(router, "heartbeat_many")
 def heartbeat_many(body: HeartbeatManyRequest, state: State) -> Response:
     """Returns the jobs still held; the others were lost to a reset or another claim.
     `extend_seconds` is bounded as a claim's lease is. Past the byte budget, jobs come
@@ -222,12 +190,7 @@ def heartbeat_many(body: HeartbeatManyRequest, state: State) -> Response:
     return trimmed(jobs, state.limits.max_response_bytes, holder=holders).render()
 
 
-@router.post(
-    "/api/notifications/take",
-    response_model=NotificationsOut,
-    responses=errors(),
-    summary="Take subscriber notifications to deliver",
-)
+@route(router, "take_notifications")
 def take_notifications(body: TakeNotificationsRequest, state: State) -> Response:
     """Subscribers of final jobs not yet told of the job's latest finish, with their
     jobs, taken for `lease_seconds` by this caller alone; report them with
@@ -242,35 +205,20 @@ def take_notifications(body: TakeNotificationsRequest, state: State) -> Response
     return budget.render("notifications")
 
 
-@router.post(
-    "/api/notifications/mark",
-    response_model=MarkedOut,
-    responses=errors(),
-    summary="Record subscribers as told",
-)
+@route(router, "mark_notified")
 def mark_notified(body: MarkNotifiedRequest, state: State) -> dict[str, Any]:
     count = state.queue.mark_notified([(i.job_id, i.subscriber) for i in body.items])
     return {"marked_count": count}
 
 
-@router.post(
-    "/api/claims/{claim_id:claim_id}/ack",
-    response_model=AckedOut,
-    responses=errors(),
-    summary="Complete every running job of a claim",
-)
+@route(router, "ack")
 def ack(claim_id: ClaimIdPath, state: State) -> dict[str, Any]:
     count = state.queue.ack(claim_id)
     state.metrics.acked_jobs(count)
     return {"acked_count": count}
 
 
-@router.delete(
-    "/api/claims/{claim_id:claim_id}",
-    response_model=ResetOut,
-    responses=errors(),
-    summary="Give a claim's running jobs back to pending",
-)
+@route(router, "release")
 def release(claim_id: ClaimIdPath, state: State, queue: QueuesQuery = None) -> dict[str, Any]:
     """An admin's reset of one claim, or a worker giving back its own claim as it
     shuts down (of the queues named, when given). Unknown or finished claims reset
@@ -278,12 +226,7 @@ def release(claim_id: ClaimIdPath, state: State, queue: QueuesQuery = None) -> d
     return {"reset_count": state.queue.release(claim_id, queue=queue_list(queue))}
 
 
-@router.post(
-    "/api/recover",
-    response_model=RecoveredOut,
-    responses=errors(),
-    summary="Recover jobs whose lease expired",
-)
+@route(router, "recover")
 def recover(state: State, queue: QueuesQuery = None) -> dict[str, Any]:
     """Back to pending, or failed when their attempts are spent (of the queues named,
     when given). Every worker runs this now and then (its rescuer), so the worker role

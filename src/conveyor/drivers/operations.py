@@ -1,0 +1,742 @@
+"""The domain operations a driver performs, each a frozen dataclass of its parameters.
+
+Plans (``conveyor.ops``) yield these; a driver's session runs each one and answers its
+rows (``RowsOp``) or the number of rows it changed (``CountOp``). An operation is named
+for what it does to jobs; *how* is the driver's private affair: the SQL dialects keep
+one statement per operation in ``queries/*.sql`` under the operation's ``op`` name (its
+fields are the statement's ``:parameters``), and a dialect may perform an operation with
+several statements inside the same transaction instead (``SQLDriver.handlers``), as MySQL
+does for every ``UPDATE … RETURNING`` it lacks.
+
+Parameters that carry many values (``items``, ``ids``, ``queues``, ``statuses``,
+``groups``) are JSON text made by the driver's ``json_param``; times are whatever the
+driver's ``encode_time`` made. Guards ("only if running under this claim", "only if in
+these states") are part of every write: see ``conveyor.machine``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from operator import attrgetter
+from typing import Any, ClassVar, Generic, TypeVar
+
+from conveyor.drivers.values import Row
+
+R = TypeVar("R")
+
+
+class Operation(Generic[R]):
+    """One domain operation; ``R`` is what running it answers."""
+
+    __slots__ = ()
+    op: ClassVar[str]
+    returns_rows: ClassVar[bool]
+
+    def params(self) -> dict[str, Any]:
+        """The fields by name: the parameters of the dialects' statement."""
+        made = _PARAMS.get(type(self))
+        if made is None:
+            made = _PARAMS[type(self)] = _reader(type(self))
+        return made(self)
+
+
+def _reader(cls: type) -> Callable[[Any], dict[str, Any]]:
+    """The fields of ``cls`` read at once (``attrgetter`` reads them all in C): every
+    statement of the hot paths passes here."""
+    names = tuple(f.name for f in fields(cls))
+    if not names:
+        return lambda op: {}
+    if len(names) == 1:
+        only = names[0]
+        return lambda op: {only: getattr(op, only)}
+    get = attrgetter(*names)
+    return lambda op: dict(zip(names, get(op), strict=True))
+
+
+_PARAMS: dict[type, Callable[[Any], dict[str, Any]]] = {}
+
+
+class RowsOp(Operation[list[Row]]):
+    """Answers the rows it read or wrote."""
+
+    __slots__ = ()
+    returns_rows = True
+
+
+class CountOp(Operation[int]):
+    """Answers how many rows it changed."""
+
+    __slots__ = ()
+    returns_rows = False
+
+
+# -- enqueue -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class InsertJob(RowsOp):
+    """Returns what the database decided; the caller knows the rest of the new job."""
+
+    op: ClassVar[str] = "insert_job"
+    queue: str
+    task: str
+    payload: Any
+    key: str | None
+    priority: int
+    run_at: Any
+    max_attempts: int
+    job_group: str | None
+    depends_on: str | None
+    waiting_for: int
+
+
+@dataclass(frozen=True, slots=True)
+class InsertJobs(RowsOp):
+    """Many jobs without keys or dependencies in one statement. :items is a JSON array of rows,
+    each [queue, task, payload, priority, run_at, max_attempts, job_group]."""
+
+    op: ClassVar[str] = "insert_jobs"
+    items: str
+
+
+@dataclass(frozen=True, slots=True)
+class InsertJobIds(RowsOp):
+    """The same, returning only the new ids (bulk loads that need no Job objects)."""
+
+    op: ClassVar[str] = "insert_job_ids"
+    items: str
+
+
+@dataclass(frozen=True, slots=True)
+class ActiveByKey(RowsOp):
+    """active by key"""
+
+    op: ClassVar[str] = "active_by_key"
+    queue: str
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class LatestByKey(RowsOp):
+    """latest by key"""
+
+    op: ClassVar[str] = "latest_by_key"
+    queue: str
+    key: str
+    task: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class AddSubscriber(RowsOp):
+    """add subscriber"""
+
+    op: ClassVar[str] = "add_subscriber"
+    job_id: int
+    subscriber: str
+
+
+@dataclass(frozen=True, slots=True)
+class MarkDependencies(RowsOp):
+    """The jobs a new job runs after learn that it waits on them; returns their states. The
+    update locks them, so none can finish unseen before the new job's edges commit."""
+
+    op: ClassVar[str] = "mark_dependencies"
+    ids: str
+
+
+@dataclass(frozen=True, slots=True)
+class InsertDependencies(RowsOp):
+    """insert dependencies"""
+
+    op: ClassVar[str] = "insert_dependencies"
+    job_id: int
+    run_on_failure: Any
+    ids: str
+
+
+@dataclass(frozen=True, slots=True)
+class CancelForDependency(RowsOp):
+    """A new job whose dependency already failed or was cancelled: it will never run."""
+
+    op: ClassVar[str] = "cancel_for_dependency"
+    error: str
+    id: int
+
+
+# -- claims --------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimJobs(RowsOp):
+    """The fast path: queues without flow control (pause, limits) only. SKIP LOCKED: concurrent
+    claimers take different rows instead of queueing on one."""
+
+    op: ClassVar[str] = "claim_jobs"
+    claim_id: str
+    worker: str
+    lease_s: float
+    queue: str
+    limit: int
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimIds(RowsOp):
+    """The flow-controlled path: the jobs chosen under the queue's limits, while the queue's
+    settings row is locked. Still guarded. The guard is a CASE so that the ids drive the
+    plan (primary-key lookups): as plain conditions, the statistics of a freshly loaded
+    table send the planner down the claimable index, over the backlog."""
+
+    op: ClassVar[str] = "claim_ids"
+    claim_id: str
+    worker: str
+    lease_s: float
+    ids: str
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimJob(RowsOp):
+    """One job, named by id: claimable while pending with its dependencies met."""
+
+    op: ClassVar[str] = "claim_job"
+    claim_id: str
+    worker: str
+    lease_s: float
+    id: int
+
+
+@dataclass(frozen=True, slots=True)
+class CountClaimable(RowsOp):
+    """Claimable now: pending, minus those not yet due or waiting on others. Counted from the
+    counts and two small index ranges, never the backlog; 0 while paused. Also how many
+    count deltas were read (the caller folds them when they pile up)."""
+
+    op: ClassVar[str] = "count_claimable"
+    queue: str
+
+
+@dataclass(frozen=True, slots=True)
+class AckClaim(RowsOp):
+    """ack claim"""
+
+    op: ClassVar[str] = "ack_claim"
+    claim_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReleaseClaim(RowsOp):
+    """release claim"""
+
+    op: ClassVar[str] = "release_claim"
+    claim_id: str
+    queues: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ReleaseJob(RowsOp):
+    """release job"""
+
+    op: ClassVar[str] = "release_job"
+    id: int
+
+
+@dataclass(frozen=True, slots=True)
+class ResetClaims(RowsOp):
+    """reset claims"""
+
+    op: ClassVar[str] = "reset_claims"
+    older_than_s: float
+    queues: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ExpiredLeases(RowsOp):
+    """Running jobs whose lease ran out (of ``queues``, or job ``id``, when given),
+    oldest lease first: their id, queue, claim_id, worker, attempts, max_attempts."""
+
+    op: ClassVar[str] = "expired_leases"
+    queues: str | None
+    id: int | None
+    limit: int
+
+
+@dataclass(frozen=True, slots=True)
+class EndLeases(RowsOp):
+    """End expired leases as decided: ``items`` is JSON of {"id", "claim_id", "again",
+    "error", "cause"}; back to pending when "again", else failed. Guarded: the same
+    claim, still running, the lease still expired. Answers id, queue, status."""
+
+    op: ClassVar[str] = "end_leases"
+    items: str
+
+
+# -- reports -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CompleteJobs(RowsOp):
+    """:items is a JSON array of {"id", "claim_id", "result" (JSON text or null)}."""
+
+    op: ClassVar[str] = "complete_jobs"
+    items: str
+
+
+@dataclass(frozen=True, slots=True)
+class CompleteJobIds(RowsOp):
+    """The same, returning only what a worker needs to know of each job."""
+
+    op: ClassVar[str] = "complete_job_ids"
+    items: str
+
+
+@dataclass(frozen=True, slots=True)
+class FailJobs(RowsOp):
+    """Failures as decided: ``items`` is JSON of {"id", "claim_id", "attempts", "again",
+    "error", "error_kind", "delay_s"}; back to pending after the delay when "again",
+    else failed for good. Guarded by the claim and the attempts the decision was made
+    on."""
+
+    op: ClassVar[str] = "fail_jobs"
+    items: str
+
+
+@dataclass(frozen=True, slots=True)
+class SnoozeJobs(RowsOp):
+    """:items is a JSON array of {"id", "claim_id", "delay_s"}. Back to pending after the delay
+    without spending an attempt: waiting on something is not a failure."""
+
+    op: ClassVar[str] = "snooze_jobs"
+    items: str
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatJobs(RowsOp):
+    """:items is a JSON array of {"id", "claim_id"}; a null :extend_s keeps each claim's lease."""
+
+    op: ClassVar[str] = "heartbeat_jobs"
+    items: str
+    extend_s: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatJobIds(RowsOp):
+    """The same, returning only the ids still held (a worker's background renewal)."""
+
+    op: ClassVar[str] = "heartbeat_job_ids"
+    extend_s: float | None
+    items: str
+
+
+@dataclass(frozen=True, slots=True)
+class ProgressJob(RowsOp):
+    """Absolute values, so a replayed call changes nothing; null leaves a field as it was.
+    Reporting progress also renews the lease."""
+
+    op: ClassVar[str] = "progress_job"
+    total: int | None
+    completed: int | None
+    failed: int | None
+    current: Any
+    checkpoint: Any
+    detail: Any
+    id: int
+    claim_id: str
+
+
+# -- admin ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ReopenJob(RowsOp):
+    """An explicit retry: a final job becomes pending again with a fresh set of attempts."""
+
+    op: ClassVar[str] = "reopen_job"
+    id: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReopenJobWithinAttempts(RowsOp):
+    """A retry that keeps the attempts spent: only a failed or cancelled job that has attempts
+    left becomes pending again."""
+
+    op: ClassVar[str] = "reopen_job_within_attempts"
+    id: int
+
+
+@dataclass(frozen=True, slots=True)
+class CancelJob(RowsOp):
+    """cancel job"""
+
+    op: ClassVar[str] = "cancel_job"
+    id: int
+
+
+@dataclass(frozen=True, slots=True)
+class CompleteByKey(RowsOp):
+    """:statuses: the states a job may be completed from (active ones; failed ones too when the
+    caller reconciles work done elsewhere)."""
+
+    op: ClassVar[str] = "complete_by_key"
+    statuses: str
+    result: Any
+    queue: str
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class PruneJobs(CountOp):
+    """prune jobs"""
+
+    op: ClassVar[str] = "prune_jobs"
+    statuses: str
+    older_than_s: float
+
+
+# -- reading -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class GetJob(RowsOp):
+    """get job"""
+
+    op: ClassVar[str] = "get_job"
+    id: int
+
+
+@dataclass(frozen=True, slots=True)
+class JobsById(RowsOp):
+    """jobs by id"""
+
+    op: ClassVar[str] = "jobs_by_id"
+    ids: str
+
+
+@dataclass(frozen=True, slots=True)
+class ListJobs(RowsOp):
+    """list jobs"""
+
+    op: ClassVar[str] = "list_jobs"
+    queue: str | None
+    status: Any
+    key: str | None
+    task: str | None
+    created_after: Any
+    created_before: Any
+    after: int
+    limit: int
+
+
+@dataclass(frozen=True, slots=True)
+class ListJobsNewest(RowsOp):
+    """list jobs newest"""
+
+    op: ClassVar[str] = "list_jobs_newest"
+    queue: str | None
+    status: Any
+    key: str | None
+    task: str | None
+    created_after: Any
+    created_before: Any
+    before: int | None
+    limit: int
+
+
+@dataclass(frozen=True, slots=True)
+class Dependents(RowsOp):
+    """dependents"""
+
+    op: ClassVar[str] = "dependents"
+    id: int
+
+
+@dataclass(frozen=True, slots=True)
+class Subscribers(RowsOp):
+    """subscribers"""
+
+    op: ClassVar[str] = "subscribers"
+    job_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class CountByQueueStatus(RowsOp):
+    """The folded counts plus the deltas not yet folded."""
+
+    op: ClassVar[str] = "count_by_queue_status"
+    queue: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class CountDeltas(RowsOp):
+    """How many deltas wait to be folded, counted no further than :limit."""
+
+    op: ClassVar[str] = "count_deltas"
+    limit: int
+
+
+@dataclass(frozen=True, slots=True)
+class FoldCounts(RowsOp):
+    """Moves the deltas into the counts and the throughput, one folder at a time (a second one,
+    finding the lock taken, folds nothing)."""
+
+    op: ClassVar[str] = "fold_counts"
+
+
+@dataclass(frozen=True, slots=True)
+class PendingSummary(RowsOp):
+    """Per queue with pending jobs: the oldest (an index probe each) and how many are not yet
+    due (an index range)."""
+
+    op: ClassVar[str] = "pending_summary"
+    queue: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ExpiredSummary(RowsOp):
+    """expired summary"""
+
+    op: ClassVar[str] = "expired_summary"
+    queue: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Throughput(RowsOp):
+    """Jobs completed and failed per minute since :since, folded or not."""
+
+    op: ClassVar[str] = "throughput"
+    since: Any
+    queue: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class PruneThroughput(RowsOp):
+    """prune throughput"""
+
+    op: ClassVar[str] = "prune_throughput"
+    older_than_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class DbNow(RowsOp):
+    """db now"""
+
+    op: ClassVar[str] = "db_now"
+
+
+# -- flow ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class QueueSettings(RowsOp):
+    """queue settings"""
+
+    op: ClassVar[str] = "queue_settings"
+    queue: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class LockQueueSettings(RowsOp):
+    """lock queue settings"""
+
+    op: ClassVar[str] = "lock_queue_settings"
+    queue: str
+
+
+@dataclass(frozen=True, slots=True)
+class SaveQueueSettings(RowsOp):
+    """save queue settings"""
+
+    op: ClassVar[str] = "save_queue_settings"
+    queue: str
+    paused: Any
+    max_running: Any
+    group_max_running: Any
+    rate_limit: Any
+    rate_period: Any
+    group_rate_limit: Any
+    group_rate_period: Any
+    controlled: Any
+
+
+@dataclass(frozen=True, slots=True)
+class CountRunning(RowsOp):
+    """count running"""
+
+    op: ClassVar[str] = "count_running"
+    queue: str
+
+
+@dataclass(frozen=True, slots=True)
+class CountRunningInGroups(RowsOp):
+    """count running in groups"""
+
+    op: ClassVar[str] = "count_running_in_groups"
+    queue: str
+    groups: str
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimCandidates(RowsOp):
+    """The next claimable jobs after the (:priority, :id) cursor, in claim order."""
+
+    op: ClassVar[str] = "claim_candidates"
+    priority: int
+    id: int | None
+    queue: str
+    limit: int
+
+
+@dataclass(frozen=True, slots=True)
+class CountStarts(RowsOp):
+    """count starts"""
+
+    op: ClassVar[str] = "count_starts"
+    queue: str
+    period: Any
+
+
+@dataclass(frozen=True, slots=True)
+class CountStartsInGroups(RowsOp):
+    """count starts in groups"""
+
+    op: ClassVar[str] = "count_starts_in_groups"
+    queue: str
+    period: Any
+    groups: str
+
+
+@dataclass(frozen=True, slots=True)
+class RecordStarts(RowsOp):
+    """record starts"""
+
+    op: ClassVar[str] = "record_starts"
+    queue: str
+    groups: str
+
+
+@dataclass(frozen=True, slots=True)
+class ForgetStarts(RowsOp):
+    """forget starts"""
+
+    op: ClassVar[str] = "forget_starts"
+    queue: str
+    period: Any
+
+
+# -- registry ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerSeen(CountOp):
+    """worker seen"""
+
+    op: ClassVar[str] = "worker_seen"
+    name: str
+    host: str
+    pid: int
+    queues: str
+    concurrency: int
+    version: str
+    ttl_s: float
+    running: int
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerStopped(CountOp):
+    """worker stopped"""
+
+    op: ClassVar[str] = "worker_stopped"
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class ListWorkers(RowsOp):
+    """list workers"""
+
+    op: ClassVar[str] = "list_workers"
+
+
+@dataclass(frozen=True, slots=True)
+class ForgetWorkers(CountOp):
+    """Entries of workers presumed dead (expired) for longer than :older_than_s."""
+
+    op: ClassVar[str] = "forget_workers"
+    older_than_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class SaveSchedule(RowsOp):
+    """A schedule as the app declares it. A new one starts at :first_slot (slots before it are
+    not owed); a known one keeps the slot it reached, and takes :next_slot only if that lies
+    past it (a declaration racing a run must not bring back a taken slot)."""
+
+    op: ClassVar[str] = "save_schedule"
+    first_slot: Any
+    next_slot: Any
+    name: str
+    task: str
+    queue: str
+    spec: str
+
+
+@dataclass(frozen=True, slots=True)
+class TakeScheduleSlot(RowsOp):
+    """The guard that makes a slot run once: only one caller moves last_slot past it."""
+
+    op: ClassVar[str] = "take_schedule_slot"
+    slot: Any
+    next_slot: Any
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class ListSchedules(RowsOp):
+    """list schedules"""
+
+    op: ClassVar[str] = "list_schedules"
+
+
+@dataclass(frozen=True, slots=True)
+class TakeNotifications(RowsOp):
+    """Subscribers of final jobs not yet told of the job's latest finish (a job retried and
+    finished again is announced again), taken for :lease_s seconds by one dispatcher."""
+
+    op: ClassVar[str] = "take_notifications"
+    lease_s: float
+    limit: int
+
+
+@dataclass(frozen=True, slots=True)
+class MarkNotified(CountOp):
+    """:items is a JSON array of {"job_id", "subscriber"}."""
+
+    op: ClassVar[str] = "mark_notified"
+    items: str
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryAttempts(RowsOp):
+    """How many deliveries to these subscribers failed so far: ``items`` is JSON of
+    {"job_id", "subscriber"}; answers job_id, subscriber, attempts."""
+
+    op: ClassVar[str] = "delivery_attempts"
+    items: str
+
+
+@dataclass(frozen=True, slots=True)
+class RetryNotifications(CountOp):
+    """Deliveries that failed, as decided: ``items`` is JSON of {"job_id", "subscriber",
+    "attempts", "delay_s", "give_up"}; offered again after the delay, or counted as
+    told, ``error`` kept. Guarded by the attempts the decision was made on."""
+
+    op: ClassVar[str] = "retry_notifications"
+    error: str
+    items: str
+
+
+def all_operations() -> dict[str, type[Operation[Any]]]:
+    """Every operation by name: what a driver must be able to run."""
+    found: dict[str, type[Operation[Any]]] = {}
+    for base in (RowsOp, CountOp):
+        for cls in base.__subclasses__():
+            found[cls.op] = cls
+    return dict(sorted(found.items()))

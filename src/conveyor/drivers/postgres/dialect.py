@@ -1,0 +1,152 @@
+"""What the synchronous and asynchronous PostgreSQL backends share: statements in
+psycopg's placeholder style, values, error translation and notifications."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from functools import lru_cache
+from typing import Any
+
+import psycopg
+from psycopg import errors as pgerrors
+from psycopg import sql
+from psycopg.adapt import AdaptersMap
+from psycopg.types.datetime import TimestamptzLoader
+from psycopg.types.json import JsonbLoader
+from psycopg_pool import PoolTimeout
+
+from conveyor.drivers.sql import Migration, load_migrations, load_queries
+from conveyor.drivers.values import Values
+from conveyor.errors import ConfigurationError, DatabaseError, DuplicateJob, InvalidArgument
+
+PACKAGE = "conveyor.drivers.postgres"
+_PARAM = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+# A job's error history as it stands before one more entry: the latest 19 (of at most 20).
+_ERRORS_KEPT = (
+    "(CASE WHEN jsonb_array_length(coalesce(errors, '[]'::jsonb)) >= 20"
+    " THEN errors - 0 ELSE coalesce(errors, '[]'::jsonb) END)"
+)
+# Keep NOTIFY payloads well under PostgreSQL's 8000-byte limit.
+_MAX_PAYLOAD = 4000
+
+
+def _to_psycopg(statement: str) -> str:
+    return _PARAM.sub(r"%(\1)s", statement.replace("%", "%%"))
+
+
+@lru_cache(maxsize=4096)
+def _to_milliseconds(value: datetime) -> datetime:
+    """PostgreSQL keeps microseconds, SQLite milliseconds: keep both alike, in UTC.
+    Cached: a claimed batch repeats the same few instants (its transaction's now())."""
+    extra = value.microsecond % 1000
+    if extra:
+        value = value.replace(microsecond=value.microsecond - extra)
+    return value if value.tzinfo is timezone.utc else value.astimezone(timezone.utc)
+
+
+class PostgresValues(Values):
+    """Statements and values of one schema, for either kind of backend."""
+
+    dialect = "postgresql"
+
+    def __init__(self, conninfo: str, schema: str) -> None:
+        if not _IDENTIFIER.match(schema):
+            raise ConfigurationError(
+                f"schema: expected a plain identifier (letters, digits, _), got {schema!r}"
+            )
+        self.schema = schema
+        self._conninfo = conninfo
+        macros = {"schema": sql.Identifier(schema).as_string(None), "errors_kept": _ERRORS_KEPT}
+        self._queries = load_queries(PACKAGE, macros).map(_to_psycopg)
+        # Each statement with its NOTIFY, made once: the same string object every call
+        # keeps psycopg's query and prepared-statement caches from hashing it anew.
+        self._announcing = {k: ANNOUNCING.format(statement=v) for k, v in self._queries.items()}
+        self._migrations: list[Migration] = load_migrations(PACKAGE, macros)
+        self.channel = f"conveyor_{schema}"[:63]
+
+    def encode_time(self, value: datetime) -> str:
+        return value.astimezone(timezone.utc).isoformat()
+
+    def decode_time(self, value: Any) -> datetime | None:
+        if value is None:
+            return None
+        assert isinstance(value, datetime)
+        return _to_milliseconds(value)
+
+    def decode_json(self, value: Any) -> Any:
+        return value  # psycopg already parsed jsonb
+
+    def describe(self) -> str:
+        params = psycopg.conninfo.conninfo_to_dict(self._conninfo)
+        host = params.get("host", "localhost")
+        port = params.get("port", 5432)
+        where = f"postgresql://{params.get('user', '')}@{host}:{port}/{params.get('dbname', '')}"
+        return where if self.schema == "public" else f"{where}?schema={self.schema}"
+
+
+def read_as_conveyor(adapters: AdaptersMap) -> None:
+    """Make a cursor on a caller's connection read values as conveyor's own connections
+    do, whatever that connection was configured with (Django reads jsonb as text and
+    timestamptz in its own time zone)."""
+    adapters.register_loader("jsonb", JsonbLoader)
+    adapters.register_loader("timestamptz", TimestamptzLoader)
+
+
+def in_own_block(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> bool:
+    """Whether work on a caller's connection needs a transaction block of its own: a
+    savepoint inside their open transaction, or a transaction when the connection is in
+    autocommit mode. Otherwise (no autocommit, nothing begun yet) our statements begin
+    the caller's transaction, which commits or rolls back when they say."""
+    status = conn.info.transaction_status
+    return bool(conn.autocommit) or status != psycopg.pq.TransactionStatus.IDLE
+
+
+def notification(queues: Iterable[str], finished: Iterable[int]) -> str | None:
+    """The NOTIFY payload saying which queues got claimable jobs and which jobs finished."""
+    touched, done = sorted(set(queues)), sorted(set(finished))
+    if not (touched or done):
+        return None
+    if not done and len(touched) == 1:
+        return _queue_touched(touched[0])  # every enqueue: the same few payloads
+    payload = json.dumps({"queues": touched, "finished": done})
+    if len(payload) > _MAX_PAYLOAD:
+        payload = json.dumps({"queues": touched[:50], "finished": "*"})
+    return payload
+
+
+@lru_cache(maxsize=256)
+def _queue_touched(queue: str) -> str:
+    return json.dumps({"queues": [queue], "finished": []})
+
+
+# A statement that makes jobs claimable or final carries its NOTIFY along. In autocommit
+# mode one statement is one transaction: one round trip, where a session needs four
+# (BEGIN, the statement, NOTIFY, COMMIT). MATERIALIZED: the notification is sent once,
+# however many rows the statement returns.
+ANNOUNCING = (
+    "WITH changed AS ({statement}),"
+    " sent AS MATERIALIZED (SELECT pg_notify(%(notify_channel)s, %(notify_payload)s))"
+    " SELECT changed.* FROM changed, sent"
+)
+
+
+@contextmanager
+def translated() -> Iterator[None]:
+    """Nothing above the backend sees ``psycopg`` exceptions."""
+    try:
+        yield
+    except pgerrors.UniqueViolation as exc:
+        if "conveyor_jobs_active_key" in str(exc):
+            raise DuplicateJob("an active job with this key already exists") from None
+        raise DatabaseError(f"PostgreSQL unique violation: {exc}") from None
+    except (pgerrors.DataException, pgerrors.NumericValueOutOfRange) as exc:
+        raise InvalidArgument(f"PostgreSQL refused a value: {exc}") from None
+    except PoolTimeout as exc:
+        raise DatabaseError(f"no PostgreSQL connection available: {exc}") from None
+    except psycopg.Error as exc:
+        raise DatabaseError(f"PostgreSQL error: {exc}") from None

@@ -1,0 +1,75 @@
+-- Adding jobs. {schema} is the configured schema; now() is the database clock (the
+-- start of the transaction). The SQLite backend has the same statement names with the
+-- same parameters.
+
+-- name: insert_job
+-- Returns what the database decided; the caller knows the rest of the new job.
+INSERT INTO {schema}.conveyor_jobs
+    (queue, task, payload, key, priority, run_at, max_attempts, job_group, depends_on,
+     waiting_for, created_at, updated_at)
+VALUES
+    (:queue, :task, :payload::jsonb, :key, :priority, coalesce(:run_at::timestamptz, now()),
+     :max_attempts, :job_group, :depends_on::jsonb, coalesce(:waiting_for::integer, 0),
+     now(), now())
+ON CONFLICT (queue, key) WHERE key IS NOT NULL AND status IN ('pending', 'running')
+DO NOTHING
+RETURNING id, run_at, created_at;
+
+-- name: insert_jobs
+-- Many jobs without keys or dependencies in one statement. :items is a JSON array of
+-- rows, each [queue, task, payload, priority, run_at, max_attempts, job_group].
+INSERT INTO {schema}.conveyor_jobs
+    (queue, task, payload, key, priority, run_at, max_attempts, job_group, created_at,
+     updated_at)
+SELECT e.value ->> 0, e.value ->> 1, (e.value ->> 2)::jsonb, NULL,
+       (e.value ->> 3)::integer, coalesce((e.value ->> 4)::timestamptz, now()),
+       (e.value ->> 5)::integer, e.value ->> 6, now(), now()
+FROM jsonb_array_elements(:items::jsonb) WITH ORDINALITY AS e(value, ord)
+ORDER BY e.ord
+RETURNING id, run_at, created_at;
+
+-- name: insert_job_ids
+-- The same, returning only the new ids (bulk loads that need no Job objects).
+INSERT INTO {schema}.conveyor_jobs
+    (queue, task, payload, key, priority, run_at, max_attempts, job_group, created_at,
+     updated_at)
+SELECT e.value ->> 0, e.value ->> 1, (e.value ->> 2)::jsonb, NULL,
+       (e.value ->> 3)::integer, coalesce((e.value ->> 4)::timestamptz, now()),
+       (e.value ->> 5)::integer, e.value ->> 6, now(), now()
+FROM jsonb_array_elements(:items::jsonb) WITH ORDINALITY AS e(value, ord)
+ORDER BY e.ord
+RETURNING id;
+
+-- name: active_by_key
+SELECT *, now() AS db_now FROM {schema}.conveyor_jobs
+WHERE queue = :queue AND key = :key AND status IN ('pending', 'running');
+
+-- name: latest_by_key
+SELECT *, now() AS db_now FROM {schema}.conveyor_jobs
+WHERE queue = :queue AND key = :key AND (:task::text IS NULL OR task = :task)
+ORDER BY id DESC
+LIMIT 1;
+
+-- name: add_subscriber
+INSERT INTO {schema}.conveyor_subscribers (job_id, subscriber, created_at)
+VALUES (:job_id, :subscriber, now())
+ON CONFLICT DO NOTHING;
+
+-- name: mark_dependencies
+-- The jobs a new job runs after learn that it waits on them; returns their states. The
+-- update locks them, so none can finish unseen before the new job's edges commit.
+UPDATE {schema}.conveyor_jobs SET has_dependents = true
+WHERE id IN (SELECT jsonb_array_elements_text(:ids::jsonb)::bigint)
+RETURNING id, status;
+
+-- name: insert_dependencies
+INSERT INTO {schema}.conveyor_dependencies (job_id, depends_on, run_on_failure)
+SELECT :job_id, e::bigint, :run_on_failure FROM jsonb_array_elements_text(:ids::jsonb) AS e;
+
+-- name: cancel_for_dependency
+-- A new job whose dependency already failed or was cancelled: it will never run.
+UPDATE {schema}.conveyor_jobs
+SET status = 'cancelled', error = :error, error_kind = 'terminal', finished_at = now(),
+    updated_at = now()
+WHERE id = :id AND status IN {from_cancel_for_dependency}
+RETURNING *;

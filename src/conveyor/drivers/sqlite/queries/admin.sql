@@ -1,0 +1,41 @@
+-- An operator's changes to jobs.
+
+-- name: reopen_job
+-- An explicit retry: a final job becomes pending again with a fresh set of attempts.
+UPDATE conveyor_jobs
+SET status = 'pending', attempts = 0, run_at = {now}, result = NULL, finished_at = NULL,
+    claim_id = NULL, claimed_at = NULL, worker = NULL, heartbeat_at = NULL,
+    lease_expires_at = NULL, updated_at = {now}
+WHERE id = :id AND status IN {from_retry}
+RETURNING *;
+
+-- name: reopen_job_within_attempts
+-- A retry that keeps the attempts spent: only a failed or cancelled job that has
+-- attempts left becomes pending again.
+UPDATE conveyor_jobs
+SET status = 'pending', run_at = {now}, result = NULL, finished_at = NULL,
+    claim_id = NULL, claimed_at = NULL, worker = NULL, heartbeat_at = NULL,
+    lease_expires_at = NULL, updated_at = {now}
+WHERE id = :id AND status IN {from_retry_within_attempts} AND attempts < max_attempts
+RETURNING *;
+
+-- name: cancel_job
+UPDATE conveyor_jobs
+SET status = 'cancelled', finished_at = {now}, lease_expires_at = NULL, updated_at = {now}
+WHERE id = :id AND status IN {from_cancel}
+RETURNING *;
+
+-- name: complete_by_key
+-- :statuses: the states a job may be completed from (active ones; failed ones too
+-- when the caller reconciles work done elsewhere).
+UPDATE conveyor_jobs
+SET status = 'completed', result = :result, error = NULL, error_kind = NULL,
+    finished_at = {now}, lease_expires_at = NULL, updated_at = {now}
+WHERE queue = :queue AND key = :key
+  AND status IN (SELECT value FROM json_each(:statuses))
+RETURNING id, queue;
+
+-- name: prune_jobs
+DELETE FROM conveyor_jobs
+WHERE status IN (SELECT value FROM json_each(:statuses))
+  AND finished_at <= {now} - :older_than_s;

@@ -1,0 +1,71 @@
+-- Adding jobs. {now} is the database clock in epoch seconds. The PostgreSQL backend has
+-- the same statement names with the same parameters.
+
+-- name: insert_job
+-- Returns what the database decided; the caller knows the rest of the new job.
+INSERT INTO conveyor_jobs
+    (queue, task, payload, key, priority, run_at, max_attempts, job_group, depends_on,
+     waiting_for, created_at, updated_at)
+VALUES
+    (:queue, :task, :payload, :key, :priority, coalesce(:run_at, {now}), :max_attempts,
+     :job_group, :depends_on, :waiting_for, {now}, {now})
+ON CONFLICT (queue, key) WHERE key IS NOT NULL AND status IN ('pending', 'running')
+DO NOTHING
+RETURNING id, run_at, created_at;
+
+-- name: insert_jobs
+-- Many jobs without keys or dependencies in one statement. :items is a JSON array of
+-- rows, each [queue, task, payload, priority, run_at, max_attempts, job_group]: by
+-- position, which reads faster than by name (each ->> parses the row again).
+INSERT INTO conveyor_jobs
+    (queue, task, payload, key, priority, run_at, max_attempts, job_group, created_at,
+     updated_at)
+SELECT value ->> 0, value ->> 1, value ->> 2, NULL, value ->> 3,
+       coalesce(value ->> 4, {now}), value ->> 5, value ->> 6, {now}, {now}
+FROM json_each(:items)
+ORDER BY json_each.key
+RETURNING id, run_at, created_at;
+
+-- name: insert_job_ids
+-- The same, returning only the new ids (bulk loads that need no Job objects).
+INSERT INTO conveyor_jobs
+    (queue, task, payload, key, priority, run_at, max_attempts, job_group, created_at,
+     updated_at)
+SELECT value ->> 0, value ->> 1, value ->> 2, NULL, value ->> 3,
+       coalesce(value ->> 4, {now}), value ->> 5, value ->> 6, {now}, {now}
+FROM json_each(:items)
+ORDER BY json_each.key
+RETURNING id;
+
+-- name: active_by_key
+SELECT *, {now} AS db_now FROM conveyor_jobs
+WHERE queue = :queue AND key = :key AND status IN ('pending', 'running');
+
+-- name: latest_by_key
+SELECT *, {now} AS db_now FROM conveyor_jobs
+WHERE queue = :queue AND key = :key AND (:task IS NULL OR task = :task)
+ORDER BY id DESC
+LIMIT 1;
+
+-- name: add_subscriber
+INSERT INTO conveyor_subscribers (job_id, subscriber, created_at)
+VALUES (:job_id, :subscriber, {now})
+ON CONFLICT DO NOTHING;
+
+-- name: mark_dependencies
+-- The jobs a new job runs after learn that it waits on them; returns their states.
+UPDATE conveyor_jobs SET has_dependents = 1
+WHERE id IN (SELECT value FROM json_each(:ids))
+RETURNING id, status;
+
+-- name: insert_dependencies
+INSERT INTO conveyor_dependencies (job_id, depends_on, run_on_failure)
+SELECT :job_id, value, :run_on_failure FROM json_each(:ids);
+
+-- name: cancel_for_dependency
+-- A new job whose dependency already failed or was cancelled: it will never run.
+UPDATE conveyor_jobs
+SET status = 'cancelled', error = :error, error_kind = 'terminal', finished_at = {now},
+    updated_at = {now}
+WHERE id = :id AND status IN {from_cancel_for_dependency}
+RETURNING *;
