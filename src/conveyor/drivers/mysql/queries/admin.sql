@@ -7,7 +7,7 @@
 -- name: reopen_job_lock
 -- An explicit retry: a final job becomes pending again with a fresh set of attempts.
 SELECT id, status, has_dependents FROM conveyor_jobs
-WHERE id = :id AND status IN ('completed', 'failed', 'cancelled')
+WHERE id = :id AND status IN {from_retry}
 FOR UPDATE;
 
 -- name: reopen_job_update
@@ -15,13 +15,13 @@ UPDATE conveyor_jobs
 SET status = 'pending', attempts = 0, run_at = {now}, result = NULL, finished_at = NULL,
     claim_id = NULL, claimed_at = NULL, worker = NULL, heartbeat_at = NULL,
     lease_expires_at = NULL, updated_at = {now}
-WHERE id IN :locked;
+WHERE id IN :locked AND status IN {from_retry};
 
 -- name: reopen_job_within_attempts_lock
 -- A retry that keeps the attempts spent: only a failed or cancelled job that has
 -- attempts left becomes pending again.
 SELECT id, status, has_dependents FROM conveyor_jobs
-WHERE id = :id AND status IN ('failed', 'cancelled') AND attempts < max_attempts
+WHERE id = :id AND status IN {from_retry_within_attempts} AND attempts < max_attempts
 FOR UPDATE;
 
 -- name: reopen_job_within_attempts_update
@@ -29,17 +29,17 @@ UPDATE conveyor_jobs
 SET status = 'pending', run_at = {now}, result = NULL, finished_at = NULL,
     claim_id = NULL, claimed_at = NULL, worker = NULL, heartbeat_at = NULL,
     lease_expires_at = NULL, updated_at = {now}
-WHERE id IN :locked;
+WHERE id IN :locked AND status IN {from_retry_within_attempts};
 
 -- name: cancel_job_lock
 SELECT id, status, has_dependents FROM conveyor_jobs
-WHERE id = :id AND status IN ('pending', 'running')
+WHERE id = :id AND status IN {from_cancel}
 FOR UPDATE;
 
 -- name: cancel_job_update
 UPDATE conveyor_jobs
 SET status = 'cancelled', finished_at = {now}, lease_expires_at = NULL, updated_at = {now}
-WHERE id IN :locked;
+WHERE id IN :locked AND status IN {from_cancel};
 
 -- name: complete_by_key_lock
 -- :statuses: the states a job may be completed from (active ones; failed ones too
@@ -53,7 +53,8 @@ FOR UPDATE;
 UPDATE conveyor_jobs
 SET status = 'completed', result = :result, error = NULL, error_kind = NULL,
     finished_at = {now}, lease_expires_at = NULL, updated_at = {now}
-WHERE id IN :locked;
+WHERE id IN :locked
+  AND status IN (SELECT s FROM JSON_TABLE(:statuses, '$[*]' COLUMNS (s {text} PATH '$')) AS t);
 
 -- name: prune_jobs
 DELETE FROM conveyor_jobs

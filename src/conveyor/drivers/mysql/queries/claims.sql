@@ -5,7 +5,7 @@
 -- The fast path: queues without flow control (pause, limits) only. SKIP LOCKED:
 -- concurrent claimers take different rows instead of queueing on one.
 SELECT id, status, has_dependents FROM conveyor_jobs
-WHERE queue = :queue AND status = 'pending' AND waiting_for = 0 AND run_at <= {now}
+WHERE queue = :queue AND status IN {from_claim} AND waiting_for = 0 AND run_at <= {now}
   AND NOT EXISTS (SELECT 1 FROM conveyor_queues AS c WHERE c.queue = :queue AND c.controlled)
 ORDER BY priority, id
 LIMIT :limit
@@ -16,13 +16,13 @@ FOR UPDATE SKIP LOCKED;
 -- queue's settings row is locked. Still guarded.
 SELECT id, status, has_dependents FROM conveyor_jobs
 WHERE id IN (SELECT id FROM JSON_TABLE(:ids, '$[*]' COLUMNS (id BIGINT PATH '$')) AS t)
-  AND status = 'pending' AND waiting_for = 0
+  AND status IN {from_claim} AND waiting_for = 0
 FOR UPDATE;
 
 -- name: claim_job_lock
 -- One job, named by id: claimable while pending with its dependencies met.
 SELECT id, status, has_dependents FROM conveyor_jobs
-WHERE id = :id AND status = 'pending' AND waiting_for = 0
+WHERE id = :id AND status IN {from_claim_job} AND waiting_for = 0
 FOR UPDATE;
 
 -- name: claim_update
@@ -38,7 +38,7 @@ SET status = 'running',
     lease_seconds = :lease_s,
     lease_expires_at = {now} + INTERVAL :lease_s SECOND,
     updated_at = {now}
-WHERE id IN :locked;
+WHERE id IN :locked AND status IN {from_claim} AND waiting_for = 0;
 
 -- name: count_claimable
 -- Claimable now: pending, minus those not yet due or waiting on others. Counted from
@@ -62,30 +62,30 @@ SELECT (SELECT count(*) FROM conveyor_count_deltas) AS deltas, CASE
 
 -- name: ack_claim_lock
 SELECT id, status, has_dependents FROM conveyor_jobs
-WHERE claim_id = :claim_id AND status = 'running'
+WHERE claim_id = :claim_id AND status IN {from_ack}
 FOR UPDATE;
 
 -- name: ack_claim_update
 UPDATE conveyor_jobs
 SET status = 'completed', error = NULL, error_kind = NULL, finished_at = {now},
     lease_expires_at = NULL, updated_at = {now}
-WHERE id IN :locked;
+WHERE id IN :locked AND status IN {from_ack};
 
 -- name: release_claim_lock
 SELECT id, status, has_dependents FROM conveyor_jobs
-WHERE claim_id = :claim_id AND status = 'running'
+WHERE claim_id = :claim_id AND status IN {from_release}
   AND (:queues IS NULL
        OR queue IN (SELECT q FROM JSON_TABLE(:queues, '$[*]' COLUMNS (q {text} PATH '$')) AS t))
 FOR UPDATE;
 
 -- name: release_job_lock
 SELECT id, status, has_dependents FROM conveyor_jobs
-WHERE id = :id AND status = 'running'
+WHERE id = :id AND status IN {from_release_job}
 FOR UPDATE;
 
 -- name: reset_claims_lock
 SELECT id, status, has_dependents FROM conveyor_jobs
-WHERE status = 'running' AND claimed_at <= {now} - INTERVAL :older_than_s SECOND
+WHERE status IN {from_reset_claims} AND claimed_at <= {now} - INTERVAL :older_than_s SECOND
   AND (:queues IS NULL
        OR queue IN (SELECT q FROM JSON_TABLE(:queues, '$[*]' COLUMNS (q {text} PATH '$')) AS t))
 FOR UPDATE;
@@ -95,7 +95,7 @@ FOR UPDATE;
 UPDATE conveyor_jobs
 SET status = 'pending', claim_id = NULL, claimed_at = NULL, worker = NULL,
     heartbeat_at = NULL, lease_expires_at = NULL, updated_at = {now}
-WHERE id IN :locked;
+WHERE id IN :locked AND status IN {from_release};
 
 -- name: expired_leases
 -- Running jobs whose lease ran out: their worker died or hung. What ends them is
@@ -135,4 +135,4 @@ SET errors = JSON_ARRAY_APPEND({errors_kept}, '$', JSON_OBJECT(
     claim_id = NULL, claimed_at = NULL, heartbeat_at = NULL, lease_expires_at = NULL,
     updated_at = {now},
     worker = NULL
-WHERE id = :id;
+WHERE id = :id AND status IN {from_recover_retry};

@@ -69,14 +69,14 @@ FROM JSON_TABLE(:ids, '$[*]' COLUMNS (id BIGINT PATH '$')) AS t;
 -- name: cancel_for_dependency_lock
 -- A new job whose dependency already failed or was cancelled: it will never run.
 SELECT id, status, has_dependents FROM conveyor_jobs
-WHERE id = :id AND status = 'pending'
+WHERE id = :id AND status IN {from_cancel_for_dependency}
 FOR UPDATE;
 
 -- name: cancel_for_dependency_update
 UPDATE conveyor_jobs
 SET status = 'cancelled', error = :error, error_kind = 'terminal', finished_at = {now},
     updated_at = {now}
-WHERE id IN :locked;
+WHERE id IN :locked AND status IN {from_cancel_for_dependency};
 
 -- name: jobs_locked
 -- The rows a handler changed, read back in the same transaction.
@@ -119,4 +119,4 @@ FOR UPDATE;
 UPDATE conveyor_jobs
 SET status = 'cancelled', error = :error, error_kind = 'terminal', finished_at = {now},
     updated_at = {now}
-WHERE id = :id AND status = 'pending';
+WHERE id = :id AND status IN {from_cancel_for_dependency};

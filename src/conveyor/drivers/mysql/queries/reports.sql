@@ -8,7 +8,7 @@ SELECT id, status, has_dependents FROM conveyor_jobs
 WHERE (id, claim_id) IN (
           SELECT id, claim_id FROM JSON_TABLE(:items, '$[*]' COLUMNS (
               id BIGINT PATH '$.id', claim_id {text} PATH '$.claim_id')) AS t)
-  AND status = 'running'
+  AND status IN {from_complete}
 ORDER BY id
 FOR UPDATE;
 
@@ -24,7 +24,7 @@ SET j.status = 'completed',
     j.finished_at = {now},
     j.lease_expires_at = NULL,
     j.updated_at = {now}
-WHERE j.id IN :locked;
+WHERE j.id IN :locked AND j.status IN {from_complete};
 
 -- name: fail_update
 -- One item of fail_jobs ({"id", "claim_id", "attempts", "again", "error", "error_kind",
@@ -62,7 +62,7 @@ SET j.status = 'pending',
     j.claim_id = NULL, j.claimed_at = NULL, j.worker = NULL, j.heartbeat_at = NULL,
     j.lease_expires_at = NULL,
     j.updated_at = {now}
-WHERE j.id IN :locked;
+WHERE j.id IN :locked AND j.status IN {from_snooze};
 
 -- name: heartbeat_update
 -- A null :extend_s keeps each claim's lease.
@@ -70,11 +70,11 @@ UPDATE conveyor_jobs
 SET heartbeat_at = {now},
     lease_expires_at = {now} + INTERVAL coalesce(:extend_s, lease_seconds) SECOND,
     updated_at = {now}
-WHERE id IN :locked;
+WHERE id IN :locked AND status IN {from_heartbeat};
 
 -- name: progress_job_lock
 SELECT id, status, has_dependents FROM conveyor_jobs
-WHERE id = :id AND claim_id = :claim_id AND status = 'running'
+WHERE id = :id AND claim_id = :claim_id AND status IN {from_heartbeat}
 FOR UPDATE;
 
 -- name: progress_job_update
@@ -90,4 +90,4 @@ SET progress_total = coalesce(:total, progress_total),
     heartbeat_at = {now},
     lease_expires_at = {now} + INTERVAL lease_seconds SECOND,
     updated_at = {now}
-WHERE id IN :locked;
+WHERE id IN :locked AND status IN {from_heartbeat};
