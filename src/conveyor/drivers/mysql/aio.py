@@ -16,6 +16,7 @@ from pymysql.constants import SERVER_STATUS
 
 from conveyor.drivers.aio import AsyncDriver, AsyncSession
 from conveyor.drivers.mysql.dialect import (
+    LOCK_WAIT_TIMEOUT,
     MySQLValues,
     Server,
     bind,
@@ -115,7 +116,8 @@ class AsyncMySQLDriver(MySQLValues, AsyncDriver):
         isolation = "tx_isolation" if is_mariadb(str(version)) else "transaction_isolation"
         setup = (
             f"SET time_zone = '+00:00', SESSION {isolation} = 'READ-COMMITTED',"
-            f" SESSION sql_mode = '{_SQL_MODE}'"
+            f" SESSION sql_mode = '{_SQL_MODE}',"
+            f" SESSION innodb_lock_wait_timeout = {LOCK_WAIT_TIMEOUT}"
         )
         with translated():
             self._pool = await aiomysql.create_pool(

@@ -58,11 +58,16 @@ _DUPLICATE_KEY = 1062
 # Values the server refused: bad JSON (4025: CHECK failed on MariaDB, 3819 on MySQL),
 # out of range, too long, bad date.
 _REFUSED_VALUES = {1264, 1292, 1366, 1406, 1690, 3140, 3819, 4025, 4078}
+# Conveyor's locks are held for milliseconds: a wait this long (seconds) means a holder
+# that stopped (a frozen process mid-transaction). The wait ends in TransactionConflict,
+# and the operation runs again.
+LOCK_WAIT_TIMEOUT = 5
 # Statements that make a session of their own on a fresh connection.
 SESSION_SETUP = (
     "SET time_zone = '+00:00'",
     "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
     "SET SESSION sql_mode = 'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION,ERROR_FOR_DIVISION_BY_ZERO'",
+    f"SET SESSION innodb_lock_wait_timeout = {LOCK_WAIT_TIMEOUT}",
 )
 DEFAULT_PORT = 3306
 
