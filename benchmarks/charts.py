@@ -13,7 +13,8 @@ from benchmarks.harness import Summary
 from benchmarks.report import Table
 
 _MORE = "jobs/s, more is better"
-_FAMILIES = (("drain", "jobs/s", _MORE, True), ("bulk enqueue", "jobs/s", _MORE, False),
+_FAMILIES = (("drain, worker processes", "jobs/s", _MORE, True),
+             ("drain", "jobs/s", _MORE, True), ("bulk enqueue", "jobs/s", _MORE, False),
              ("enqueue one", "p50 ms", "ms (p50), less is better", False))  # fmt: skip
 COLOURS = {"conveyor": "#2b6cb0", "floor": "#718096"}
 
@@ -61,7 +62,7 @@ def draw(summaries: list[Summary], folder: Path, suffix: str = "") -> list[Path]
     folder.mkdir(parents=True, exist_ok=True)
     t = Table(summaries)
     out: list[Path] = []
-    for backend in ("sqlite", "postgresql"):
+    for backend in ("sqlite", "postgresql", "mariadb"):
         for workload, metric, unit, log in _FAMILIES:
             rows = []
             for system in t.systems(backend, workload):
@@ -69,7 +70,8 @@ def draw(summaries: list[Summary], folder: Path, suffix: str = "") -> list[Path]
                 if s is not None:
                     rows.append((system, s.median, s.low, s.high))
             if rows:
-                name = f"{workload.replace(' ', '-')}-{backend}{suffix}.png"
+                slug = workload.replace(",", "").replace(" ", "-")
+                name = f"{slug}-{backend}{suffix}.png"
                 out.append(_bars(folder / name, f"{workload}, {backend}", unit, rows, log=log))
         backlog = [w for w in t.workloads(backend, "claim+complete") if "counting" not in w]
         if backlog:

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import conveyor
-from benchmarks.harness import pg_database, sqlite_connect, sqlite_dir
-from conveyor.cli.bench import Latency, VerificationFailed, verify_once
+from benchmarks.harness import Timed, pg_database, sqlite_connect, sqlite_dir, time_calls
+from conveyor.cli.bench import VerificationFailed, verify_once
 
 BATCH = 100
 BULK_CHUNK = 1000
@@ -114,16 +114,15 @@ class SQLiteFloor:
             conn.execute(statement)
         return conn
 
-    def enqueue_one(self, n: int) -> Latency:
+    def enqueue_one(self, n: int, warmup: int = 0) -> Timed:
         with sqlite_dir(str(self.workdir)) as folder:
             conn = self._open(folder)
-            took = []
-            for i in range(n):
-                started = time.perf_counter()
-                conn.execute(self.sql["insert"], ("default", json.dumps({"i": i})))
-                took.append(time.perf_counter() - started)
+            sql = self.sql["insert"]
+            lat: Timed = time_calls(
+                lambda i: conn.execute(sql, ("default", json.dumps({"i": i}))), n, warmup
+            )
             conn.close()
-        return Latency.of(took)
+        return lat
 
     def _fill(self, conn: Any, n: int) -> float:
         started = time.perf_counter()
@@ -187,16 +186,15 @@ class PostgresFloor:
                 conn.execute(statement)
         return conn
 
-    def enqueue_one(self, n: int) -> Latency:
+    def enqueue_one(self, n: int, warmup: int = 0) -> Timed:
         with pg_database(self.pg_url) as url:
             conn = self._open(url)
-            took = []
-            for i in range(n):
-                started = time.perf_counter()
-                conn.execute(self.sql["insert"], ("default", json.dumps({"i": i})))
-                took.append(time.perf_counter() - started)
+            sql = self.sql["insert"]
+            lat: Timed = time_calls(
+                lambda i: conn.execute(sql, ("default", json.dumps({"i": i}))), n, warmup
+            )
             conn.close()
-        return Latency.of(took)
+        return lat
 
     def _fill(self, conn: Any, n: int) -> float:
         started = time.perf_counter()

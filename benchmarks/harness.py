@@ -15,7 +15,7 @@ import statistics
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -79,11 +79,63 @@ def summarise(figures: list[Figure]) -> list[Summary]:
     return out
 
 
+# -- one timing method for every system -----------------------------------------------------
+@dataclass(frozen=True)
+class Timed:
+    """The durations, in seconds, of timed calls (all of them, so that blocks of samples
+    taken in different processes can be pooled before taking percentiles)."""
+
+    seconds: list[float]
+
+    @property
+    def latency(self) -> Any:
+        from conveyor.cli.bench import Latency
+
+        return Latency.of(self.seconds)
+
+
+def time_calls(call: Callable[[int], Any], n: int, warmup: int) -> Timed:
+    """``n`` calls of ``call(i)``, each timed by ``time.perf_counter_ns()`` around the call
+    only, after ``warmup`` untimed calls (numbered -1, -2, ...). Every system's single
+    enqueue is timed by this, each in a fresh process (``benchmarks.isolated``)."""
+    for i in range(warmup):
+        call(-1 - i)
+    clock = time.perf_counter_ns
+    took = []
+    for i in range(n):
+        started = clock()
+        call(i)
+        took.append(clock() - started)
+    return Timed([t / 1e9 for t in took])
+
+
+async def time_calls_async(call: Callable[[int], Awaitable[Any]], n: int, warmup: int) -> Timed:
+    """``time_calls`` for a coroutine function (the asyncio peers)."""
+    for i in range(warmup):
+        await call(-1 - i)
+    clock = time.perf_counter_ns
+    took = []
+    for i in range(n):
+        started = clock()
+        await call(i)
+        took.append(clock() - started)
+    return Timed([t / 1e9 for t in took])
+
+
 @dataclass
 class Scale:
     """How big each workload is. ``quick`` is for smoke tests and a first look."""
 
     enqueue_one: int = 500
+    # Untimed single enqueues first: the first ~1,000 commits into a new SQLite file are
+    # slower (its WAL file grows with each; after the first checkpoint it is reused), and
+    # a queue in use is past them.
+    warmup: int = 1_000
+    # Each system's samples are taken in this many blocks, each in a fresh process, the
+    # systems taking turns block by block: a burst of load from elsewhere lasting a few
+    # seconds then lands on every system's samples alike instead of on one system.
+    blocks: int = 5
+    processes: int = 4  # worker processes of every system in the process drains
     bulk: int = 20_000
     drain: int = 10_000
     peer_drain: int = 5_000
@@ -97,34 +149,17 @@ class Scale:
 
     @classmethod
     def quick(cls) -> Scale:
-        return cls(enqueue_one=100, bulk=2_000, drain=2_000, peer_drain=500, latency_rounds=100,
+        return cls(enqueue_one=300, warmup=300, blocks=3, bulk=2_000, drain=3_000, peer_drain=1_500,
+                   latency_rounds=100,
                    backlogs=(1_000, 10_000), retained=10_000, worker_jobs=1_000,
                    start_latency_rounds=10, runs=1)  # fmt: skip
 
     @classmethod
     def smoke(cls) -> Scale:
-        return cls(enqueue_one=20, bulk=300, drain=300, peer_drain=50, latency_rounds=20,
+        return cls(enqueue_one=20, warmup=5, blocks=1, bulk=300, drain=300, peer_drain=50,
+                   latency_rounds=20,
                    backlogs=(200, 500), retained=500, worker_jobs=100,
                    start_latency_rounds=3, runs=1)  # fmt: skip
-
-
-class Span:
-    """First to last call of ``tick()``: the time a worker spent running a backlog, without
-    its start-up and shutdown. ``seconds(n)`` adds one average gap for the first job."""
-
-    def __init__(self) -> None:
-        self.first = 0.0
-        self.last = 0.0
-
-    def tick(self) -> None:
-        now = time.perf_counter()
-        if not self.first:
-            self.first = now
-        self.last = now
-
-    def seconds(self, count: int) -> float:
-        span = self.last - self.first
-        return span * count / (count - 1) if count > 1 else span
 
 
 # -- fresh databases ----------------------------------------------------------------------

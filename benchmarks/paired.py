@@ -55,7 +55,7 @@ def _postgres(pg_url: str) -> Iterator[tuple[conveyor.Queue, Callable[[str, str]
             conn.close()
 
 
-def figures(backend: str, workdir: Path, pg_url: str, n: int) -> list[Figure]:
+def figures(backend: str, workdir: Path, pg_url: str, n: int, warmup: int = 0) -> list[Figure]:
     sql = {table: _SQL[(backend, table)]["insert"].replace("{now}", _NOW)
            for table in ("bare", "conveyor")}  # fmt: skip
     took: dict[str, list[float]] = {"floor": [], "floor (conveyor table)": [], "conveyor": []}
@@ -66,12 +66,16 @@ def figures(backend: str, workdir: Path, pg_url: str, n: int) -> list[Figure]:
             ("floor (conveyor table)", lambda i: plain(sql["conveyor"], json.dumps({"i": i}))),
             ("conveyor", lambda i: q.enqueue(NOOP_TASK, {"i": i})),
         ]
+        for i in range(warmup):  # untimed, as for every enqueue-one figure
+            for _name, step in steps:
+                step(-1 - i)
+        clock = time.perf_counter_ns
         for i in range(n):
             # Rotate who goes first, so none always follows the same neighbour.
             for name, step in steps[i % 3 :] + steps[: i % 3]:
-                started = time.perf_counter()
+                started = clock()
                 step(i)
-                took[name].append(time.perf_counter() - started)
+                took[name].append((clock() - started) / 1e9)
     out = []
     for name, samples in took.items():
         lat = Latency.of(samples)

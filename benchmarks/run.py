@@ -24,7 +24,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make `benchmarks` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks import backlog, paired, report
+from benchmarks import backlog, drains, isolated, paired, report
 from benchmarks.floor import PostgresFloor, SQLiteFloor
 from benchmarks.harness import (
     PG_URL,
@@ -38,10 +38,10 @@ from benchmarks.harness import (
 from benchmarks.systems.conveyor_api import ConveyorAcked, ConveyorAPI, ConveyorIds
 
 ROOT = Path(__file__).resolve().parent.parent
-BACKENDS = ("sqlite", "postgresql")
+BACKENDS = ("sqlite", "postgresql", "mariadb")
 
 
-def peers(backend: str, workdir: Path, pg_url: str) -> tuple[list[Any], dict[str, str]]:
+def find_peers(backend: str, workdir: Path, pg_url: str) -> tuple[list[Any], dict[str, str]]:
     """The peers that import here, and why the others could not run."""
     found: list[Any] = []
     missing: dict[str, str] = {}
@@ -60,17 +60,17 @@ def peers(backend: str, workdir: Path, pg_url: str) -> tuple[list[Any], dict[str
             missing[package] = f"not installed ({exc}); pip install 'conveyor[bench]'"
             continue
         found.append(peer_cls(workdir) if backend == "sqlite" else peer_cls(pg_url))
-        if package == "pgqueuer":
-            found.append(peer_cls(pg_url, batch_size=100))
     return found, missing
 
 
 class Runner:
     def __init__(self, scale: Scale, workdir: Path, pg_url: str, *, with_peers: bool,
-                 only: set[str] | None, log: Callable[[str], None] = print) -> None:  # fmt: skip
+                 only: set[str] | None, log: Callable[[str], None] = print,
+                 mariadb_url: str = drains.MARIADB_URL) -> None:  # fmt: skip
         self.scale = scale
         self.workdir = workdir
         self.pg_url = pg_url
+        self.mariadb_url = mariadb_url
         self.with_peers = with_peers
         self.only = only
         self.log = log
@@ -97,14 +97,14 @@ class Runner:
                 raise
             traceback.print_exc(file=sys.stderr)
 
-    def systems(self, backend: str) -> list[Any]:
+    def systems(self, backend: str, *, peers: bool = True) -> list[Any]:
         if backend == "sqlite":
             floors: list[Any] = [SQLiteFloor(self.workdir), SQLiteFloor(self.workdir, "conveyor")]
         else:
             floors = [PostgresFloor(self.pg_url), PostgresFloor(self.pg_url, "conveyor")]
         out = [*floors, ConveyorAPI(backend, self.workdir, self.pg_url)]
-        if self.with_peers:
-            found, missing = peers(backend, self.workdir, self.pg_url)
+        if self.with_peers and peers:
+            found, missing = find_peers(backend, self.workdir, self.pg_url)
             out += found
             self.problems.update({f"{backend} {k}": v for k, v in missing.items()})
         return out
@@ -112,36 +112,59 @@ class Runner:
     def run_round(self, backend: str, run: int) -> None:
         s = self.scale
         self.log(f"[{backend}] run {run + 1} of {s.runs}")
-        systems = self.systems(backend)
-        if self.wanted("bulk"):
-            systems.append(ConveyorIds(backend, self.workdir, self.pg_url))
+        if backend != "mariadb":
+            self.run_apis(backend, run)
         if self.wanted("drain"):
-            systems.append(ConveyorAcked(backend, self.workdir, self.pg_url))
-        for system in systems:
-            tag = f"{backend} {system.name}"
-            acked_only = isinstance(system, ConveyorAcked)
-            acked_only = acked_only or "batch_size" in system.name  # a drain variant only
-            bulk_only = isinstance(system, ConveyorIds)
-            if self.wanted("enqueue_one") and not (acked_only or bulk_only):
-                self.attempt(f"{tag} enqueue_one", partial(_one, system, s.enqueue_one))
-            if self.wanted("bulk") and not acked_only:
-                self.attempt(f"{tag} bulk", partial(_bulk, system, s.bulk))
-            if self.wanted("drain") and not bulk_only:
-                ours = system.name.startswith(("conveyor", "floor"))
-                n = s.drain if ours else s.peer_drain
-                self.attempt(f"{tag} drain", partial(_drain, system, n))
-        if self.wanted("enqueue_one"):
-            self.attempt(
-                f"{backend} paired enqueue",
-                partial(paired.figures, backend, self.workdir, self.pg_url, s.enqueue_one),
-            )
-        if self.wanted("workers"):
+            # Every system's own workers, the same number of processes for each.
+            for system in drains.systems(backend, with_peers=self.with_peers):
+                self.attempt(
+                    f"{backend} {system.name} drain ({s.processes} processes)",
+                    partial(drains.figures, system, self.workdir, self.pg_url, s.drain,
+                            s.peer_drain, s.processes, self.mariadb_url),
+                )  # fmt: skip
+            if backend == "sqlite":
+                self.attempt("sqlite write lock held",
+                             partial(drains.lock_figures, self.workdir, s.drain))  # fmt: skip
+        if self.wanted("workers") and backend != "mariadb":
             from benchmarks import workers
 
             self.attempt(
                 f"{backend} workers",
                 partial(workers.figures, backend, self.workdir, self.pg_url, s),
             )
+
+    def run_apis(self, backend: str, run: int) -> None:
+        """Enqueue one and bulk, each system in a fresh process; conveyor's API loops."""
+        s = self.scale
+        systems = self.systems(backend)
+        if self.wanted("bulk"):
+            systems.append(ConveyorIds(backend, self.workdir, self.pg_url))
+        # Rotate the order run by run, so no system always follows the same neighbour.
+        shift = run % len(systems)
+        systems = systems[shift:] + systems[:shift]
+        if self.wanted("enqueue_one"):
+            singles = [x for x in systems if not isinstance(x, ConveyorIds)]
+            self.attempt(f"{backend} enqueue_one", partial(
+                isolated.enqueue_one, singles, s.enqueue_one, s.warmup, s.blocks,
+                self.problems))  # fmt: skip
+        for system in systems:
+            tag = f"{backend} {system.name}"
+            if self.wanted("bulk"):
+                self.attempt(f"{tag} bulk", partial(
+                    isolated.in_fresh_process, isolated.bulk, system, s.bulk))  # fmt: skip
+        if self.wanted("drain"):
+            # One-process API loops: conveyor's claim loops and the two-transaction floor.
+            loops = [*self.systems(backend, peers=False),
+                     ConveyorAcked(backend, self.workdir, self.pg_url)]  # fmt: skip
+            for system in loops:
+                self.attempt(f"{backend} {system.name} drain", partial(
+                    isolated.in_fresh_process, isolated.drain, system, s.drain))  # fmt: skip
+        if self.wanted("enqueue_one"):
+            self.attempt(
+                f"{backend} paired enqueue",
+                partial(isolated.in_fresh_process, paired.figures, backend, self.workdir,
+                        self.pg_url, s.enqueue_one, s.warmup),
+            )  # fmt: skip
 
     def run_backlog(self, backend: str) -> None:
         s = self.scale
@@ -161,23 +184,6 @@ class Runner:
         self.attempt(f"{backend} backlog", measure)
 
 
-def _one(system: Any, n: int) -> list[Figure]:
-    lat = system.enqueue_one(n)
-    return [Figure("enqueue one", system.backend, system.name, "p50 ms", lat.p50),
-            Figure("enqueue one", system.backend, system.name, "p99 ms", lat.p99)]  # fmt: skip
-
-
-def _bulk(system: Any, n: int) -> list[Figure]:
-    seconds = system.bulk(n)
-    if seconds is None:
-        return []  # no batch API: left out of the table, said in the notes
-    return [Figure("bulk enqueue", system.backend, system.name, "jobs/s", n / seconds)]
-
-
-def _drain(system: Any, n: int) -> list[Figure]:
-    return [Figure("drain", system.backend, system.name, "jobs/s", n / system.drain(n))]
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, one run")
@@ -186,6 +192,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backends", default=",".join(BACKENDS))
     parser.add_argument("--only", help="comma-separated: enqueue_one,bulk,drain,workers,backlog")
     parser.add_argument("--no-peers", action="store_true")
+    parser.add_argument(
+        "--processes", type=int, help="worker processes of every system in the drains (default 4)"
+    )
+    parser.add_argument("--mariadb", default=drains.MARIADB_URL, help="MariaDB server URL (the "
+                        "floor queue's drains; a database of its own per measurement)")  # fmt: skip
     parser.add_argument("--pg", default=PG_URL, help="PostgreSQL server URL (a database of "
                         "its own is created per measurement and dropped)")  # fmt: skip
     parser.add_argument("--workdir", default=None, help="where the SQLite files go")
@@ -197,18 +208,25 @@ def main(argv: list[str] | None = None) -> int:
     scale = Scale.smoke() if args.smoke else Scale.quick() if args.quick else Scale()
     if args.runs:
         scale.runs = args.runs
+    if args.processes:
+        scale.processes = args.processes
     only = set(args.only.split(",")) if args.only else None
     backends = [b for b in args.backends.split(",") if b]
     problem = postgres_available(args.pg) if "postgresql" in backends else None
     if problem:
         print(f"skipping PostgreSQL: {problem}", file=sys.stderr)
         backends.remove("postgresql")
+    problem = drains.mariadb_available(args.mariadb) if "mariadb" in backends else None
+    if problem:
+        print(f"skipping MariaDB: {problem}", file=sys.stderr)
+        backends.remove("mariadb")
 
     import tempfile
 
     started = time.time()
     with tempfile.TemporaryDirectory(prefix="conveyor-bench-", dir=args.workdir) as tmp:
-        runner = Runner(scale, Path(tmp), args.pg, with_peers=not args.no_peers, only=only)
+        runner = Runner(scale, Path(tmp), args.pg, with_peers=not args.no_peers, only=only,
+                        mariadb_url=args.mariadb)  # fmt: skip
         # Runs interleave the backends, so a burst of load from elsewhere on the machine
         # lands on one run of each rather than on every run of one.
         for run in range(scale.runs):
@@ -216,13 +234,15 @@ def main(argv: list[str] | None = None) -> int:
                 runner.run_round(backend, run)
         if runner.wanted("backlog"):
             for backend in backends:
-                runner.run_backlog(backend)
+                if backend != "mariadb":
+                    runner.run_backlog(backend)
     elapsed = time.time() - started
 
     summaries = summarise(runner.figures)
     meta = {
         "machine": machine(),
         "postgres": pg_durability(args.pg) if "postgresql" in backends else None,
+        "mariadb": drains.mariadb_durability(args.mariadb) if "mariadb" in backends else None,
         "scale": {k: v for k, v in vars(scale).items() if k != "extra"},
         "elapsed_s": round(elapsed, 1),
         "problems": runner.problems,

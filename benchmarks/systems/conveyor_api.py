@@ -8,9 +8,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import conveyor
-from benchmarks.harness import pg_database, sqlite_dir
+from benchmarks.harness import Timed, pg_database, sqlite_dir, time_calls
 from conveyor.cli import bench as workloads
-from conveyor.cli.bench import Latency
 
 
 class ConveyorAPI:
@@ -34,9 +33,9 @@ class ConveyorAPI:
         with pg_database(self.pg_url) as url, conveyor.connect(url) as q:
             yield q
 
-    def enqueue_one(self, n: int) -> Latency:
+    def enqueue_one(self, n: int, warmup: int = 0) -> Timed:
         with self.queue() as q:
-            return workloads.enqueue_one(q, n)
+            return time_calls(lambda i: q.enqueue(workloads.NOOP_TASK, {"i": i}), n, warmup)
 
     def bulk(self, n: int) -> float:
         with self.queue() as q:

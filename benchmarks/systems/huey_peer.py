@@ -1,17 +1,14 @@
 """huey (``SqliteHuey``) on SQLite, WAL with ``fsync=True`` (synchronous=FULL).
 
-Drain runs huey's own consumer step, ``dequeue()`` then ``execute()``, in a loop: what a
-huey worker thread does, minus its idle sleeps. Each dequeue deletes the row in its own
-commit. huey has no batch enqueue, so bulk is reported as not available."""
+Enqueue one calls the task, as huey's users do. huey has no batch enqueue, so bulk is
+reported as not available. Its drain (``huey_consumer``) is in ``benchmarks.drains``."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import sqlite_dir
-from conveyor.cli.bench import Latency, verify_once
+from benchmarks.harness import Timed, sqlite_dir, time_calls
 
 
 class HueyPeer:
@@ -21,44 +18,24 @@ class HueyPeer:
     def __init__(self, workdir: Path) -> None:
         self.workdir = workdir
 
-    def _huey(self, folder: Path) -> tuple[Any, Any, list[int]]:
+    def _huey(self, folder: Path) -> tuple[Any, Any]:
         from huey import SqliteHuey  # type: ignore[import-untyped]
 
         huey = SqliteHuey(name="bench", filename=str(folder / "huey.db"), fsync=True,
                           journal_mode="wal")  # fmt: skip
-        ran: list[int] = []
 
         @huey.task()  # type: ignore[untyped-decorator]
         def noop(i: int) -> None:
-            ran.append(i)
+            pass
 
-        return huey, noop, ran
+        return huey, noop
 
-    def enqueue_one(self, n: int) -> Latency:
+    def enqueue_one(self, n: int, warmup: int = 0) -> Timed:
         with sqlite_dir(str(self.workdir)) as folder:
-            _huey, noop, _ = self._huey(folder)
-            took = []
-            for i in range(n):
-                started = time.perf_counter()
-                noop(i)
-                took.append(time.perf_counter() - started)
-        return Latency.of(took)
+            huey, noop = self._huey(folder)
+            lat: Timed = time_calls(noop, n, warmup)
+            huey.storage.close()
+        return lat
 
     def bulk(self, n: int) -> float | None:
         return None
-
-    def drain(self, n: int) -> float:
-        with sqlite_dir(str(self.workdir)) as folder:
-            huey, noop, ran = self._huey(folder)
-            # Filling is not measured: skip the per-job fsync there, restore it after.
-            huey.storage.conn.execute("PRAGMA synchronous = OFF")
-            for i in range(n):
-                noop(i)
-            huey.storage.conn.execute("PRAGMA synchronous = FULL")
-            started = time.perf_counter()
-            while (task := huey.dequeue()) is not None:
-                huey.execute(task)
-            took = time.perf_counter() - started
-            huey.storage.close()
-        verify_once(ran, n, len(ran), what="huey drain")
-        return took

@@ -1,6 +1,7 @@
 """litequeue on SQLite, WAL; it sets synchronous=NORMAL itself, so the benchmark sets it
-back to FULL. ``pop()`` locks a message (one commit), ``done()`` marks it (another).
-Bulk: ``put()`` in a loop inside one ``transaction()``, its way of batching."""
+back to FULL. Enqueue one is ``put()``. Bulk: ``put()`` in a loop inside one
+``transaction()``, its way of batching, 1,000 per transaction. Its drain (``pop()`` /
+``done()`` in worker processes) is in ``benchmarks.drains``."""
 
 from __future__ import annotations
 
@@ -9,8 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import sqlite_dir
-from conveyor.cli.bench import Latency, verify_once
+from benchmarks.harness import Timed, sqlite_dir, time_calls
 
 CHUNK = 1000
 
@@ -29,16 +29,12 @@ class LiteQueuePeer:
         q.conn.execute("PRAGMA synchronous = FULL")
         return q
 
-    def enqueue_one(self, n: int) -> Latency:
+    def enqueue_one(self, n: int, warmup: int = 0) -> Timed:
         with sqlite_dir(str(self.workdir)) as folder:
             q = self._queue(folder)
-            took = []
-            for i in range(n):
-                started = time.perf_counter()
-                q.put(json.dumps({"i": i}))
-                took.append(time.perf_counter() - started)
+            lat: Timed = time_calls(lambda i: q.put(json.dumps({"i": i})), n, warmup)
             q.close()
-        return Latency.of(took)
+        return lat
 
     @staticmethod
     def _fill(q: Any, n: int) -> float:
@@ -54,20 +50,4 @@ class LiteQueuePeer:
             q = self._queue(folder)
             took = self._fill(q, n)
             q.close()
-        return took
-
-    def drain(self, n: int) -> float:
-        with sqlite_dir(str(self.workdir)) as folder:
-            q = self._queue(folder)
-            self._fill(q, n)
-            ran: list[int] = []
-            done = 0
-            started = time.perf_counter()
-            while (message := q.pop()) is not None:
-                ran.append(json.loads(message.data)["i"])
-                q.done(message.message_id)
-                done += 1
-            took = time.perf_counter() - started
-            q.close()
-        verify_once(ran, n, done, what="litequeue drain")
         return took

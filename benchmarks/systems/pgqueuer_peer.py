@@ -1,11 +1,8 @@
 """pgqueuer on PostgreSQL (fsync on), through its psycopg driver.
 
-Enqueue one is ``Queries.enqueue`` of one job; bulk passes lists of 1,000. Drain runs
-pgqueuer's own ``QueueManager`` in ``drain`` mode with its default batch size (10):
-it picks batches of jobs and writes their completion log in buffered batches. It is also
-run with ``batch_size=100`` (drain only), the batch conveyor's drain claims. The clock
-runs from the first job's start to the last job's end, leaving out the worker's start-up
-and shutdown (a few seconds of fixed cost)."""
+Enqueue one is ``Queries.enqueue`` of one job; bulk passes lists of 1,000. Its drains
+(its runner in worker processes, at ``batch_size`` 10 and 100) are in
+``benchmarks.drains``."""
 
 from __future__ import annotations
 
@@ -13,11 +10,9 @@ import asyncio
 import json
 import logging
 import time
-from datetime import timedelta
 from typing import Any
 
-from benchmarks.harness import Span, pg_database
-from conveyor.cli.bench import Latency, verify_once
+from benchmarks.harness import Timed, pg_database, time_calls_async
 
 CHUNK = 1000
 
@@ -26,11 +21,8 @@ class PgQueuerPeer:
     name = "pgqueuer"
     backend = "postgresql"
 
-    def __init__(self, pg_url: str, batch_size: int = 10) -> None:
+    def __init__(self, pg_url: str) -> None:
         self.pg_url = pg_url
-        self.batch_size = batch_size
-        if batch_size != 10:  # not its default: say so wherever the figure shows
-            self.name = f"pgqueuer (batch_size={batch_size})"
         logging.getLogger("pgqueuer").setLevel(logging.WARNING)
 
     @staticmethod
@@ -44,20 +36,19 @@ class PgQueuerPeer:
         await queries.install()
         return conn, queries
 
-    def enqueue_one(self, n: int) -> Latency:
-        async def run(url: str) -> list[float]:
+    def enqueue_one(self, n: int, warmup: int = 0) -> Timed:
+        async def run(url: str) -> Timed:
             conn, queries = await self._open(url)
-            took = []
-            for i in range(n):
-                payload = json.dumps({"i": i}).encode()
-                started = time.perf_counter()
-                await queries.enqueue("noop", payload)
-                took.append(time.perf_counter() - started)
+
+            async def put(i: int) -> Any:
+                return await queries.enqueue("noop", json.dumps({"i": i}).encode())
+
+            lat: Timed = await time_calls_async(put, n, warmup)
             await conn.close()
-            return took
+            return lat
 
         with pg_database(self.pg_url) as url:
-            return Latency.of(asyncio.run(run(url)))
+            return asyncio.run(run(url))
 
     @staticmethod
     async def _fill(queries: Any, n: int) -> float:
@@ -77,34 +68,3 @@ class PgQueuerPeer:
 
         with pg_database(self.pg_url) as url:
             return asyncio.run(run(url))
-
-    def drain(self, n: int) -> float:
-        async def run(url: str) -> tuple[float, list[int]]:
-            import psycopg
-            from pgqueuer.db import PsycopgDriver
-            from pgqueuer.qm import QueueManager
-            from pgqueuer.queries import Queries
-            from pgqueuer.types import QueueExecutionMode
-
-            conn, queries = await self._open(url)
-            await self._fill(queries, n)
-            worker_conn = await psycopg.AsyncConnection.connect(url, autocommit=True)
-            qm = QueueManager(Queries(PsycopgDriver(worker_conn)))
-            ran: list[int] = []
-            clock = Span()
-
-            @qm.entrypoint("noop")
-            async def noop(job: Any) -> None:
-                clock.tick()
-                ran.append(json.loads(job.payload)["i"])
-
-            await qm.run(mode=QueueExecutionMode.drain, batch_size=self.batch_size,
-                         dequeue_timeout=timedelta(seconds=1))  # fmt: skip
-            await worker_conn.close()
-            await conn.close()
-            return clock.seconds(len(ran)), ran
-
-        with pg_database(self.pg_url) as url:
-            took, ran = asyncio.run(run(url))
-        verify_once(ran, n, len(ran), what="pgqueuer drain")
-        return took

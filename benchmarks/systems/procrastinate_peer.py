@@ -1,9 +1,7 @@
 """procrastinate on PostgreSQL (fsync on), through its psycopg connector.
 
 Enqueue one is ``defer_async`` (one INSERT, one commit); bulk is ``batch_defer_async``.
-Drain runs procrastinate's own worker (``run_worker_async(wait=False)``, concurrency 1),
-which fetches one job per transaction and finishes it in another. The clock runs from
-the first job's start to the last job's end (start-up and shutdown left out)."""
+Its drains (``procrastinate worker`` processes) are in ``benchmarks.drains``."""
 
 from __future__ import annotations
 
@@ -12,8 +10,7 @@ import logging
 import time
 from typing import Any
 
-from benchmarks.harness import Span, pg_database
-from conveyor.cli.bench import Latency, verify_once
+from benchmarks.harness import Timed, pg_database, time_calls_async
 
 CHUNK = 1000
 
@@ -27,35 +24,31 @@ class ProcrastinatePeer:
         logging.getLogger("procrastinate").setLevel(logging.WARNING)
 
     @staticmethod
-    def _app(url: str) -> tuple[Any, Any, list[int]]:
+    def _app(url: str) -> tuple[Any, Any]:
         import procrastinate
 
         app = procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=url))
-        ran: list[int] = []
-        clock = Span()
 
         @app.task(name="noop", queue="bench")
         async def noop(i: int) -> None:
-            clock.tick()
-            ran.append(i)
+            pass
 
-        noop.clock = clock  # type: ignore[attr-defined]
-        return app, noop, ran
+        return app, noop
 
-    def enqueue_one(self, n: int) -> Latency:
-        async def run(url: str) -> list[float]:
-            app, noop, _ = self._app(url)
+    def enqueue_one(self, n: int, warmup: int = 0) -> Timed:
+        async def run(url: str) -> Timed:
+            app, noop = self._app(url)
             async with app.open_async():
                 await app.schema_manager.apply_schema_async()
-                took = []
-                for i in range(n):
-                    started = time.perf_counter()
-                    await noop.defer_async(i=i)
-                    took.append(time.perf_counter() - started)
-            return took
+
+                async def defer(i: int) -> Any:
+                    return await noop.defer_async(i=i)
+
+                lat: Timed = await time_calls_async(defer, n, warmup)
+            return lat
 
         with pg_database(self.pg_url) as url:
-            return Latency.of(asyncio.run(run(url)))
+            return asyncio.run(run(url))
 
     @staticmethod
     async def _fill(noop: Any, n: int) -> float:
@@ -66,25 +59,10 @@ class ProcrastinatePeer:
 
     def bulk(self, n: int) -> float | None:
         async def run(url: str) -> float:
-            app, noop, _ = self._app(url)
+            app, noop = self._app(url)
             async with app.open_async():
                 await app.schema_manager.apply_schema_async()
                 return await self._fill(noop, n)
 
         with pg_database(self.pg_url) as url:
             return asyncio.run(run(url))
-
-    def drain(self, n: int) -> float:
-        async def run(url: str) -> tuple[float, list[int]]:
-            app, noop, ran = self._app(url)
-            async with app.open_async():
-                await app.schema_manager.apply_schema_async()
-                await self._fill(noop, n)
-                await app.run_worker_async(queues=["bench"], wait=False, concurrency=1,
-                                           install_signal_handlers=False)  # fmt: skip
-            return noop.clock.seconds(len(ran)), ran
-
-        with pg_database(self.pg_url) as url:
-            took, ran = asyncio.run(run(url))
-        verify_once(ran, n, len(ran), what="procrastinate drain")
-        return took

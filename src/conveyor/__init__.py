@@ -26,6 +26,7 @@ from conveyor.errors import (
     JobNotFound,
     StaleClaim,
     TransactionConflict,
+    WorkflowNotFound,
 )
 from conveyor.info import QueueSettings, Rate, ScheduleInfo, Throughput, WorkerInfo
 from conveyor.job import AttemptError, Claim, ErrorKind, Job, Progress, Stats, Status
@@ -33,6 +34,17 @@ from conveyor.ops.reports import Report
 from conveyor.queue import Dedupe, Queue, connect
 from conveyor.retry import Backoff, Fixed
 from conveyor.task import Context
+from conveyor.workflow import (
+    Step,
+    StepSpec,
+    Workflow,
+    WorkflowRun,
+    WorkflowStatus,
+    WorkflowSummary,
+    chain,
+    group,
+    step,
+)
 
 if TYPE_CHECKING:
     from conveyor.worker import Worker, WorkerStats
@@ -80,6 +92,8 @@ __all__ = [
     "StaleClaim",
     "Stats",
     "Status",
+    "Step",
+    "StepSpec",
     "Task",
     "Terminal",
     "Throughput",
@@ -87,5 +101,13 @@ __all__ = [
     "Worker",
     "WorkerInfo",
     "WorkerStats",
+    "Workflow",
+    "WorkflowNotFound",
+    "WorkflowRun",
+    "WorkflowStatus",
+    "WorkflowSummary",
+    "chain",
     "connect",
+    "group",
+    "step",
 ]

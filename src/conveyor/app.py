@@ -15,10 +15,11 @@ Only registered task names ever run: a job names its task, never code to import.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import timedelta, tzinfo
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, overload
 
+from conveyor import crypto
 from conveyor import validation as check
 from conveyor.errors import ConfigurationError, InvalidArgument
 from conveyor.ops.defaults import Duration
@@ -40,7 +41,8 @@ IMMEDIATE_URL = "sqlite:///:memory:"
 
 class App:
     """Tasks, and the queue they are enqueued on. ``url_or_queue``: a database URL (the
-    connection opens on first use) or an open ``Queue``. ``immediate=True`` runs each
+    connection opens on first use; ``$CONVEYOR_DATABASE_URL``, when set, beats it, and
+    ``conveyor worker --db`` beats both) or an open ``Queue``. ``immediate=True`` runs each
     enqueued job before ``enqueue`` returns (for tests; an in-memory database unless a
     URL is given). ``notifier``: who tells a job's subscribers that it finished."""
 
@@ -50,8 +52,17 @@ class App:
         *,
         immediate: bool = False,
         notifier: Notifier | None = None,
+        encrypt: bool = False,
+        encryption_keys: Sequence[str | bytes] | None = None,
     ) -> None:
         self.immediate = immediate
+        # Every task's payload and result sealed (``conveyor.crypto``), unless the task
+        # says otherwise; the keys given, else those of $CONVEYOR_ENCRYPTION_KEYS.
+        self.encrypt = encrypt
+        if encryption_keys is not None:
+            crypto.use(encryption_keys)
+        elif encrypt:
+            crypto.required()
         self.tasks: dict[str, Task[Any, Any]] = {}
         self.schedules: dict[str, Periodic] = {}  # periodic jobs, by schedule name
         self._lock = threading.RLock()
@@ -66,8 +77,10 @@ class App:
 
     # -- the queue ------------------------------------------------------------------
     def bind(self, url_or_queue: str | Queue | None) -> None:
-        """Use another database from now on (``conveyor worker --db`` does this). A
-        queue-like object with ``Queue``'s methods (a remote queue) is accepted too."""
+        """Use another database from now on: an open ``Queue`` as it is (``conveyor
+        worker --db`` binds one), or a URL, which ``$CONVEYOR_DATABASE_URL`` beats as
+        any URL in code. A queue-like object with ``Queue``'s methods (a remote queue)
+        is accepted too."""
         with self._lock:
             old, owned = self._queue, self._owns_queue
             if url_or_queue is None or isinstance(url_or_queue, str):
@@ -88,7 +101,8 @@ class App:
         """The queue, connected (and migrated) on first use."""
         with self._lock:
             if self._queue is None:
-                self._queue = connect(self._url)
+                # An immediate app (tests) stays on its own database whatever the environment.
+                self._queue = connect(self._url, use_env=not self.immediate)
             return self._queue
 
     def close(self) -> None:
@@ -114,6 +128,8 @@ class App:
         timeout: Duration | None = None,
         retry_on: type[BaseException] | tuple[type[BaseException], ...] | None = None,
         priority: int = 0,
+        encrypt: bool | None = None,
+        redact: Iterable[str] = (),
     ) -> Callable[[Callable[Concatenate[Context, P], R]], Task[P, R]]: ...
 
     def task(self, fn: Any = None, /, **options: Any) -> Any:

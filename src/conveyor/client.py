@@ -22,6 +22,7 @@ from typing import Any, NoReturn, TypeVar
 
 import httpx
 
+from conveyor import tracing
 from conveyor.codec import to_json
 from conveyor.contract import QueueAPI
 from conveyor.endpoints import ENDPOINTS
@@ -35,6 +36,7 @@ from conveyor.errors import (
     JobNotFound,
     StaleClaim,
     TransactionConflict,
+    WorkflowNotFound,
 )
 from conveyor.job import Job
 from conveyor.ops import Call
@@ -53,6 +55,7 @@ _ERRORS_BY_CODE: dict[str, type[ConveyorError]] = {
         DuplicateJob,
         DatabaseError,
         TransactionConflict,
+        WorkflowNotFound,
     )
 }
 Request = tuple[str, str, Any, Mapping[str, Any] | None]  # method, path, body, query
@@ -181,10 +184,13 @@ def encode_body(body: Any) -> bytes | None:
 
 def content_headers(method: str, content: bytes | None) -> dict[str, str] | None:
     """A body is JSON; and a request that changes something says JSON even without a
-    body, which the server asks of every such request (a browser form cannot)."""
+    body, which the server asks of every such request (a browser form cannot). The
+    caller's trace context (``conveyor.tracing``) goes along in ``traceparent`` and
+    ``tracestate``, for the server to store with the jobs it creates."""
+    traced = tracing.headers(tracing.CARRIER.get())
     if content is None and method in ("GET", "HEAD"):
-        return None
-    return {"Content-Type": "application/json"}
+        return traced or None
+    return {"Content-Type": "application/json", **traced}
 
 
 def query_params(query: Mapping[str, Any] | None) -> dict[str, str | int | float]:

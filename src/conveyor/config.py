@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from conveyor.drivers.base import Driver
 from conveyor.errors import ConfigurationError
@@ -34,9 +34,11 @@ class Settings:
     queue_options: dict[str, Any] = field(default_factory=dict)
 
 
-def database_url(url: str | None = None) -> str:
-    """The URL given, else ``$CONVEYOR_DATABASE_URL``, else the SQLite default."""
-    return url or os.environ.get(ENV_URL) or DEFAULT_URL
+def database_url(url: str | None = None, *, command_line: str | None = None) -> str:
+    """Which database, in one order everywhere: the command line's ``--db``
+    (``command_line``), else ``$CONVEYOR_DATABASE_URL``, else the URL the code names
+    (``url``: ``App(url)``, ``connect(url)``), else ``sqlite:///conveyor.db``."""
+    return command_line or os.environ.get(ENV_URL) or url or DEFAULT_URL
 
 
 def parse_url(url: str, **overrides: Any) -> Settings:
@@ -133,6 +135,34 @@ def _mysql(parts: Any, query: dict[str, str], queue_options: dict[str, Any]) -> 
         raise ConfigurationError("MySQL URL: the port must be a number") from None
     target = urlunsplit(("mysql", parts.netloc, parts.path, "", ""))
     return Settings("mysql", target, options, queue_options)
+
+
+def application_conninfo(url: str) -> str:
+    """The libpq URL for the application's own PostgreSQL connections (a psycopg pool
+    of its own, ``psycopg.connect``) to the database of a conveyor URL: conveyor's
+    options (``schema``, ``pool_min``, ``pool_max``, ``max_payload_bytes``) taken out,
+    which libpq would refuse, and ``?schema=`` kept as the connections' ``search_path``
+    (that schema first, then ``public``), so the application's tables live beside the
+    queue's. Give the application this, never the conveyor URL itself."""
+    settings = parse_url(url)
+    if settings.backend != "postgresql":
+        raise ConfigurationError(
+            f"application_conninfo: expected a postgresql:// URL, got {settings.backend}"
+        )
+    schema = settings.backend_options.get("schema")
+    if not schema:
+        return settings.target
+    parts = urlsplit(settings.target)
+    query = dict(parse_qsl(parts.query, keep_blank_values=True))
+    path = f"-c search_path={_libpq_escape(schema)},public"
+    query["options"] = f"{query['options']} {path}" if query.get("options") else path
+    return urlunsplit(
+        (parts.scheme, parts.netloc, parts.path, urlencode(query, quote_via=quote), "")
+    )
+
+
+def _libpq_escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace(" ", "\\ ")
 
 
 def _integer(name: str, value: str) -> int:

@@ -28,6 +28,7 @@ from conveyor.errors import InvalidArgument
 from conveyor.info import QueueSettings, ScheduleInfo, Throughput, WorkerInfo
 from conveyor.job import Claim, Job, Stats, Status
 from conveyor.options import OPTIONS
+from conveyor.workflow import WorkflowRun, run_from_json, summary_from_json
 
 Args = Mapping[str, Any]
 Body = dict[str, Any] | None
@@ -198,6 +199,10 @@ def _run_slot(a: Args) -> tuple[Body, Query]:
 # -- how answers are read ----------------------------------------------------------------
 def _job(data: Any, status: int) -> Job:
     return from_json(Job, data)
+
+
+def _run(data: Any, status: int) -> WorkflowRun:
+    return run_from_json(data)
 
 
 def _jobs(data: Any, status: int) -> list[Job]:
@@ -473,6 +478,35 @@ ENDPOINTS: Mapping[str, Endpoint] = {
     "dependents": E(
         "GET", f"{JOB}/dependents", "The jobs that run after this one", "reader",
         response="DependentsOut", send=_nothing, read=_ints("dependents"),
+    ),
+    "parents": E(
+        "GET", f"{JOB}/parents", "The jobs a job runs after", "reader",
+        response="JobList", errors=(404,), send=_nothing, read=_jobs,
+    ),
+    # -- workflows --------------------------------------------------------------------------
+    "enqueue_workflow": E(
+        "POST", "/api/workflows", "Enqueue a workflow run", "worker", "WorkflowRequest",
+        "WorkflowOut", status=201, errors=(409,),
+        send=lambda a: (to_json(a["workflow"]), None), read=_run,
+    ),
+    "workflows": E(
+        "GET", "/api/workflows", "List workflow runs", "reader", response="WorkflowList",
+        send=lambda a: (None, dict(a)),
+        read=lambda data, status: [summary_from_json(w) for w in data["workflows"]],
+    ),
+    "workflow": E(
+        "GET", "/api/workflows/{workflow_id}", "A workflow run and its steps", "reader",
+        response="WorkflowOut", errors=(404,), send=_nothing, read=_run,
+    ),
+    "cancel_workflow": E(
+        "POST", "/api/workflows/{workflow_id}/cancel",
+        "Cancel every step of a run not yet final", "admin", response="WorkflowOut",
+        errors=(404,), send=_nothing, read=_run,
+    ),
+    "retry_workflow": E(
+        "POST", "/api/workflows/{workflow_id}/retry",
+        "Retry a run's failed steps and those after them", "admin", response="WorkflowOut",
+        errors=(404, 409), send=_nothing, read=_run,
     ),
     # -- watching the service --------------------------------------------------------------
     "stats": E("GET", "/api/stats", "Counts per status", "reader", response="StatsOut"),

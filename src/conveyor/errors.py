@@ -2,6 +2,7 @@
 
     ConveyorError
     ├── JobNotFound          no job has that id (or no claim has that id)
+    │   └── WorkflowNotFound no workflow run has that id
     ├── StaleClaim           the claim named no longer holds the job; nothing was written
     ├── InvalidTransition    the job is not in a state that allows the operation
     ├── DuplicateJob         an active job already has the key and no dedupe was asked for
@@ -35,6 +36,12 @@ class JobNotFound(ConveyorError):
     """No job with that id exists."""
 
     code = "not_found"
+
+
+class WorkflowNotFound(JobNotFound):
+    """No workflow run with that id exists."""
+
+    code = "workflow_not_found"
 
 
 class StaleClaim(ConveyorError):

@@ -94,6 +94,14 @@ class ScheduleInfo:
     next_slot: datetime | None
     updated_at: datetime
 
+    @property
+    def last_run(self) -> datetime | None:
+        """The slot last enqueued; None while the schedule has never run (its stored
+        ``last_slot`` is then the moment it was first declared)."""
+        from conveyor.schedule import last_run
+
+        return last_run(self.spec, self.last_slot)
+
 
 @dataclass(frozen=True, slots=True)
 class Throughput:

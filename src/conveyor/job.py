@@ -8,6 +8,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from conveyor import crypto as _crypto
 from conveyor.codec import DOC, JSON_NAME, to_json
 
 
@@ -107,8 +108,24 @@ class Job:
     # One entry per failed attempt, oldest first (the latest 20); ``error`` is the last
     # one's text, cleared when the job completes.
     errors: tuple[AttemptError, ...] = ()
+    # The workflow run this job is a step of, and the step's name in it (``None`` for a
+    # job enqueued on its own).
+    workflow_id: int | None = None
+    step: str | None = None
+    # The W3C trace context of the code that enqueued it (JSON: traceparent, tracestate),
+    # when that code was traced (``conveyor.tracing``).
+    trace_context: str | None = None
     # True when enqueue returned an existing job for the key instead of creating one.
     deduplicated: bool = field(default=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # In a process that holds encryption keys, sealed values open as the job is made
+        # (``conveyor.crypto``); elsewhere (a server, the console) they stay sealed.
+        if _crypto.keyring is not None:
+            if _crypto.sealed(self.payload):
+                object.__setattr__(self, "payload", _crypto.keyring.open(self.payload))
+            if _crypto.sealed(self.result):
+                object.__setattr__(self, "result", _crypto.keyring.open(self.result))
 
     @property
     def is_final(self) -> bool:

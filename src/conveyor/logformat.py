@@ -46,3 +46,8 @@ def configure(level: str, fmt: str = "text") -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter() if fmt == "json" else logging.Formatter(TEXT))
     logging.basicConfig(level=level.upper(), handlers=[handler])
+    if level.lower() != "debug":
+        # The HTTP client logs every request at INFO (a remote worker polls all the
+        # time): worth seeing only when debugging.
+        for name in ("httpx", "httpcore"):
+            logging.getLogger(name).setLevel(logging.WARNING)

@@ -168,16 +168,21 @@ def connect(
     *,
     migrate: bool = True,
     schema: str | None = None,
+    use_env: bool = True,
     **options: Any,
 ) -> Queue:
-    """Open the queue at ``url`` (default: ``$CONVEYOR_DATABASE_URL``, else
-    ``sqlite:///conveyor.db``) and bring its schema up to date.
+    """Open the queue and bring its schema up to date. Which database:
+    ``$CONVEYOR_DATABASE_URL`` when it is set (the environment beats the code, so one
+    deployment setting moves every process), else ``url``, else ``sqlite:///conveyor.db``.
+    ``use_env=False`` opens ``url`` exactly, for a caller that has already settled which
+    database (the CLI's ``--db`` does).
 
     Keyword options: ``schema`` (PostgreSQL), ``max_payload_bytes``, ``default_max_attempts``,
     ``backoff``, ``worker_name``."""
     queue_keys = {"default_max_attempts", "backoff", "worker_name"}
     queue_options = {k: options.pop(k) for k in list(options) if k in queue_keys}
-    settings = parse_url(database_url(url), schema=schema, **options)
+    target = database_url(url) if use_env or url is None else url
+    settings = parse_url(target, schema=schema, **options)
     backend = open_backend(settings)
     try:
         queue = Queue(backend, **settings.queue_options, **queue_options)

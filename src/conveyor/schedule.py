@@ -9,6 +9,7 @@ database decides which of them enqueues each one.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone, tzinfo
 from typing import Any, Literal
@@ -206,6 +207,42 @@ def format_period(period: timedelta) -> str:
     if ms or not parts:
         parts.append(f"{ms / 1000:g}s")
     return "".join(parts)
+
+
+_SPEC_PERIOD = re.compile(r"(\d+(?:\.\d+)?)([dhms])")
+_SPEC_UNIT = {"d": 86_400, "h": 3_600, "m": 60, "s": 1}
+_SPEC_CRON = re.compile(r"^(?P<expr>.+) \((?P<zone>[^()]+)\)$")
+
+
+def from_spec(spec: str) -> Timing | None:
+    """The timing a stored ``spec`` (``every 5m``, ``0 9 * * * (Europe/Paris)``) names,
+    or None when it is not one this version writes."""
+    if spec.startswith("every "):
+        text = spec.removeprefix("every ")
+        parts = _SPEC_PERIOD.findall(text)
+        if not parts or "".join(n + u for n, u in parts) != text:
+            return None
+        total = sum(float(n) * _SPEC_UNIT[u] for n, u in parts)
+        return Every(timedelta(seconds=total)) if total > 0 else None
+    match = _SPEC_CRON.match(spec)
+    if match is None:
+        return None
+    try:
+        return timing(match["expr"], None, match["zone"])
+    except ConfigurationError:
+        return None
+
+
+def last_run(spec: str, last_slot: datetime | None) -> datetime | None:
+    """The slot a schedule last enqueued, or None if it never ran. A schedule is
+    stored with the moment it was first declared as its last slot (the slots before it
+    are not owed); that moment is not a slot of its timing, so it is no run."""
+    if last_slot is None:
+        return None
+    found = from_spec(spec)
+    if found is None:
+        return last_slot
+    return last_slot if found.latest_at_or_before(last_slot) == last_slot else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rich.console import Console
 
 import conveyor
@@ -36,3 +38,41 @@ def test_the_snapshot_counts_the_demo_jobs_and_the_view_draws_them(q: conveyor.Q
     assert "retry pending" in text
     assert "0/2 final" in text
     assert progress.line(snap).startswith("0/2 final")
+
+
+def test_once_all_is_final_the_view_says_what_stays_up(q: conveyor.Queue) -> None:
+    job = q.enqueue(tasks.read_book.name, {"book": "b-1", "pages": 1}, queue="demo.books")
+    claim = q.claim("demo.books")
+    q.complete(job.id, claim.id, None)
+    snap = progress.snapshot(q, [job.id])
+    assert snap.done
+
+    def drawn(serving: bool) -> str:
+        console = Console(record=True, width=120)
+        console.print(progress.render(snap, header="demo", elapsed=1.0, serving=serving))
+        return console.export_text()
+
+    assert "the dashboard stays up" in drawn(True)
+    without = drawn(False)
+    assert "dashboard" not in without
+    assert "all final" in without
+
+
+def test_worker_warnings_reach_the_view_without_their_tracebacks(tmp_path: Path) -> None:
+    from conveyor.demo import runner
+
+    url = f"sqlite:///{tmp_path / 'demo.db'}"
+    notes: list[str] = []
+
+    def show(snap: progress.Snapshot, elapsed: float, where: str | None, seen: list[str]) -> None:
+        notes.extend(seen)
+
+    options = runner.Options(
+        url=url, jobs=30, workers=1, concurrency=4, serve=False, port=0,
+        exit_when_done=True, pace=0, seed=1,
+    )  # fmt: skip
+    with conveyor.connect(url) as q:
+        outcome = runner.run(q, options, show=show, announce=lambda _: None)
+    assert outcome.snapshot.done
+    assert any("failed:" in note for note in notes), notes  # retries were announced
+    assert all("\n" not in note and "Traceback" not in note for note in notes), notes

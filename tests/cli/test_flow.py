@@ -54,3 +54,27 @@ def test_workers_and_schedules_are_listed(cli: Cli, db_url: str) -> None:
     assert "nightly" in out and "report" in out and "0 3 * * *" in out
     [schedule] = cli("schedules", "--json", "--db", db_url).json()["schedules"]
     assert schedule["task"] == "report" and schedule["next_slot"] is not None
+
+
+def test_a_schedule_that_never_ran_shows_no_last_run(cli: Cli, db_url: str) -> None:
+    app = conveyor.App(immediate=True)
+
+    @app.periodic(every=3600, name="hourly")
+    def hourly(ctx: conveyor.Context) -> None: ...
+
+    spec = app.schedules["hourly"].spec
+    with conveyor.connect(db_url) as q:
+        now = q.now()
+        slot = now.replace(minute=0, second=0, microsecond=0)
+        for name in ("fresh", "ran"):  # declared now: no slot before it is owed
+            q.save_schedule(name, task="report", queue="cron", spec=spec, first_slot=now,
+                            next_slot=slot + timedelta(hours=1))  # fmt: skip
+        q.run_schedule_slot(
+            "ran", slot=slot + timedelta(hours=1), next_slot=slot + timedelta(hours=2),
+            task="report", queue="cron",
+        )  # fmt: skip
+    listed = {s["name"]: s for s in cli("schedules", "--json", "--db", db_url).json()["schedules"]}
+    assert listed["fresh"]["last_run"] is None
+    assert listed["ran"]["last_run"] is not None
+    rows = {line.split()[0]: line for line in cli("schedules", "--db", db_url).stdout.splitlines()}
+    assert "-" in rows["fresh"].split() and "ago" not in rows["fresh"], rows["fresh"]

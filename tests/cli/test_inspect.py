@@ -63,6 +63,44 @@ def test_jobs_table_shows_status_and_error(cli: Cli, db_url: str) -> None:
     assert "\x1b[" not in table  # no colour codes when not a terminal
 
 
+def test_jobs_at_80_columns_shows_queue_and_task_whole(cli: Cli, sqlite_url: str) -> None:
+    with conveyor.connect(sqlite_url) as q:
+        q.enqueue("demo.subtitles.generate", {"video": "episode-001.mkv"},
+                  queue="demo.subtitles", key="episode-001")  # fmt: skip
+        q.enqueue("demo.fetch.story", queue="demo.fetch", key="https://fics.example/s/1")
+        claim = q.claim("demo.subtitles")
+        q.fail(claim.jobs[0].id, claim.id, "RuntimeError: speech model busy", retryable=False)
+    table = cli("jobs", "--db", sqlite_url, env=cli_env(COLUMNS="80")).stdout
+    lines = table.strip().splitlines()
+    assert all(len(line) <= 80 for line in lines), table
+    header, *rows = lines
+    assert header.split()[:3] == ["id", "queue", "task"]
+    by_id = {row.split()[0]: row.split() for row in rows}
+    assert by_id["1"][1:3] == ["demo.subtitles", "demo.subtitles.generate"], table
+    assert by_id["2"][1:3] == ["demo.fetch", "demo.fetch.story"], table
+    assert "RuntimeError" in table  # the outcome stays, shortened
+    assert len(rows) == 2  # one line per job
+
+
+def test_show_lists_what_a_job_waits_for_and_its_dependents(cli: Cli, sqlite_url: str) -> None:
+    with conveyor.connect(sqlite_url) as q:
+        fetch = q.enqueue("fetch")
+        parse = q.enqueue("parse")
+        report = q.enqueue("report", after=[fetch.id, parse.id])
+        claim = q.claim()
+        q.complete(claim.jobs[0].id, claim.id, None)
+    shown = cli("show", str(report.id), "--db", sqlite_url).stdout
+    line = next(ln for ln in shown.splitlines() if ln.startswith("waits for"))
+    assert f"{fetch.id} (completed)" in line and f"{parse.id} (pending)" in line, shown
+    assert "1 not done yet" in line
+    upstream = cli("show", str(fetch.id), "--db", sqlite_url).stdout
+    assert any(ln.split()[:2] == ["dependents", str(report.id)] for ln in upstream.splitlines())
+    as_json = cli("show", str(fetch.id), "--json", "--db", sqlite_url).json()
+    assert as_json["dependents"] == [report.id]
+    assert cli("show", str(report.id), "--json", "--db", sqlite_url).json()["depends_on"] == [
+        fetch.id, parse.id]  # fmt: skip
+
+
 def test_show_gives_every_field(cli: Cli, db_url: str) -> None:
     q = _fill(db_url)
     q.enqueue("b", queue="q1", key="k", subscriber="chat:42")

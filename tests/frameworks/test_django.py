@@ -37,13 +37,15 @@ def test_the_shop_tests_pass(app_db_url: str, backend_name: str, database_name: 
     report = run.stderr
     assert run.returncode == 0, report[-4000:]  # any failing test fails the run
     for name in (
-        "test_a_rolled_back_atomic_block_takes_its_job_with_it",
-        "test_a_refused_order_leaves_neither_order_nor_job",
+        "test_a_rolled_back_atomic_block_takes_its_task_with_it",
+        "test_a_refused_order_leaves_neither_order_nor_task",
+        "test_the_first_order_opens_the_queue_inside_its_transaction",
         "test_on_commit_enqueues_only_once_committed",
         "test_the_worker_command_sends_the_receipts",
+        "test_results_show_status_return_value_and_errors",
     ):
         assert name in report, name
-    assert "Ran 5 tests" in report and "\nOK" in report
+    assert "Ran 7 tests" in report and "\nOK" in report
 
 
 @pytest.mark.parametrize("backend_name", ["sqlite"])

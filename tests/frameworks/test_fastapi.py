@@ -144,3 +144,37 @@ def test_the_dashboard_works_under_the_mount_path(app_db_url: str, tmp_path: Pat
     dom = page.stdout
     assert "signups.welcome" in dom  # the jobs table, filled from the API
     assert "Not Found" not in dom and "not_found" not in dom
+
+
+# -- conveyor's own URL options ------------------------------------------------------
+@pytest.mark.parametrize("backend_name", ["postgresql"])
+def test_a_schema_url_puts_the_application_tables_beside_the_queue(
+    app_db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import psycopg
+
+    monkeypatch.setenv("CONVEYOR_DATABASE_URL", f"{app_db_url}?schema=shop")
+    monkeypatch.delenv("CONVEYOR_TOKENS", raising=False)
+    with TestClient(app, base_url="http://localhost") as c:
+        created = c.post("/signups", json={"email": "ada@example.com"})
+        assert created.status_code == 201, created.text
+        job = c.get(f"/queue/api/jobs/{created.json()['welcome_job']}").json()
+        assert job["status"] == "pending"
+    with psycopg.connect(app_db_url) as conn:
+        found = conn.execute(
+            "SELECT table_schema FROM information_schema.tables WHERE table_name = 'signups'"
+        ).fetchall()
+    assert found == [("shop",)]
+
+
+@pytest.mark.parametrize("backend_name", ["postgresql"])
+def test_an_unusable_database_is_one_line_and_an_exit(app_db_url: str) -> None:
+    env = {**os.environ, "CONVEYOR_DATABASE_URL": f"{app_db_url}?schema=shop&sslmode=bogus"}
+    done = subprocess.run(
+        [sys.executable, "-m", "examples.frameworks.fastapi_app", "--port", "1"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr
+    assert "sslmode" in lines[0]

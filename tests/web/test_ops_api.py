@@ -182,3 +182,16 @@ def test_an_unexpected_failure_is_logged_not_returned(
     assert "secret internal detail" not in response.text
     logged = [r for r in caplog.records if r.exc_info and "unhandled error" in r.getMessage()]
     assert logged and "secret internal detail" in str(logged[0].exc_info[1])  # type: ignore[index]
+
+
+def test_a_schedule_that_never_ran_has_no_last_run(
+    client: TestClient, queue: conveyor.Queue
+) -> None:
+    from datetime import timedelta
+
+    now = queue.now()
+    queue.save_schedule("hourly", task="report", queue="cron", spec="every 1h",
+                        first_slot=now, next_slot=now + timedelta(hours=1))  # fmt: skip
+    [listed] = client.get("/api/schedules", headers=bearer("reader")).json()["schedules"]
+    assert listed["last_slot"] is not None  # the moment it was declared
+    assert listed["last_run"] is None

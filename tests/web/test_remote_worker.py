@@ -96,3 +96,29 @@ def test_a_worker_through_the_server_registers_and_signs_off(
         if proc.poll() is None:
             proc.kill()
             proc.wait(10)
+
+
+def test_the_http_client_does_not_log_each_request(
+    server_url: str, queue: conveyor.Queue, tmp_path: Path
+) -> None:
+    for n in range(3):
+        queue.enqueue("remote.square", {"n": n}, queue="remote")
+    done = _worker(server_url, TOKEN_OF["worker"], tmp_path / "effects")
+    assert done.returncode == 0, done.stderr
+    assert "HTTP Request" not in done.stderr, done.stderr
+    assert "worker " in done.stderr  # the worker's own INFO lines are still there
+
+
+def test_a_burst_worker_gives_up_on_a_server_that_is_down(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    done = _worker(f"http://127.0.0.1:{port}", TOKEN_OF["worker"], tmp_path / "effects",
+                   "--burst-give-up", "1", "--log-level", "error")  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("error: burst worker: giving up"), done.stderr
+    assert "cannot reach the conveyor server" in lines[0]

@@ -50,6 +50,19 @@ def test_bad_token_configuration_is_one_line_on_stderr(tmp_path: Path) -> None:
     assert len(result.stderr.strip().splitlines()) == 1
 
 
+def test_a_busy_port_is_one_line_and_exit_1(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = _serve("--port", str(port), "--db", f"sqlite:///{tmp_path}/q.db", env=_env())
+    assert result.returncode == 1, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith(f"error: cannot listen on 127.0.0.1:{port}: address already in use")
+    assert not (tmp_path / "q.db").exists()  # refused before opening anything
+
+
 @pytest.mark.slow
 def test_serves_the_api_with_tokens_and_stops_on_sigterm(tmp_path: Path) -> None:
     port = _free_port()

@@ -360,3 +360,27 @@ def test_sync_tasks_share_at_most_concurrency_threads(q: conveyor.Queue) -> None
     app.run_worker(burst=True, concurrency=4, install_signals=False)
     assert q.stats().completed == 60
     assert 1 <= len(threads) <= 4, threads  # reused, never one per job
+
+
+def test_a_deliberate_cancel_is_logged_at_info_not_as_a_warning(
+    app: App, q: conveyor.Queue, caplog: pytest.LogCaptureFixture
+) -> None:
+    told = threading.Event()
+
+    @app.task
+    def long_one(ctx: Context) -> str:
+        ctx.lost.wait(20)
+        told.set()
+        return "late"
+
+    job = long_one.enqueue()
+    with caplog.at_level("INFO", logger="conveyor"), running(app, lease=0.6) as worker:
+        assert wait_for(lambda: q.get(job.id).status == Status.RUNNING, 10)  # type: ignore[union-attr]
+        q.cancel(job.id)
+        assert told.wait(10)
+        assert wait_for(lambda: worker.stats.stale_refused == 1, 10)
+    about = [r for r in caplog.records if f"job {job.id}" in r.getMessage()]
+    assert about, caplog.text
+    assert all(r.levelname == "INFO" for r in about), caplog.text
+    assert any("cancelled" in r.getMessage() for r in about)
+    assert q.get(job.id).status == Status.CANCELLED  # type: ignore[union-attr]

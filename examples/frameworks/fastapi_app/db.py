@@ -8,14 +8,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import psycopg
 from psycopg import errors as pg_errors
-from psycopg_pool import AsyncConnectionPool
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+from conveyor.config import ENV_URL, application_conninfo, database_url
+from conveyor.errors import ConfigurationError
+
+# How long start-up waits for PostgreSQL before it gives up with one line.
+CONNECT_TIMEOUT_S = 10
 
 SIGNUPS = """CREATE TABLE IF NOT EXISTS signups (
     id {serial} PRIMARY KEY,
@@ -29,7 +35,9 @@ class Duplicate(Exception):
 
 
 class Database:
-    """The database of ``$CONVEYOR_DATABASE_URL`` (``sqlite:///path`` or a libpq URL)."""
+    """The database of ``$CONVEYOR_DATABASE_URL`` (``sqlite:///path`` or a
+    ``postgresql://`` URL, conveyor's options such as ``?schema=`` included: the pool
+    gets the URL without them, and the schema as its ``search_path``)."""
 
     def __init__(self) -> None:
         self.url = ""
@@ -37,12 +45,20 @@ class Database:
         self._writer = asyncio.Lock()
 
     async def open(self) -> None:
-        self.url = os.environ.get("CONVEYOR_DATABASE_URL", "sqlite:///conveyor.db")
+        self.url = database_url()
         if self.url.startswith("sqlite:///"):
             await asyncio.to_thread(self._create_sqlite)
             return
-        self._pool = AsyncConnectionPool(self.url, max_size=20, open=False)
-        await self._pool.open()
+        conninfo = await asyncio.to_thread(check, self.url)
+        self._pool = AsyncConnectionPool(conninfo, max_size=20, open=False)
+        try:
+            await self._pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
+        except PoolTimeout:
+            await self._pool.close()
+            self._pool = None
+            raise ConfigurationError(
+                f"${ENV_URL}: no PostgreSQL connection within {CONNECT_TIMEOUT_S} s"
+            ) from None
         async with self._pool.connection() as conn:
             await conn.execute(SIGNUPS.format(serial="BIGSERIAL"))
 
@@ -81,6 +97,19 @@ class Database:
     def _create_sqlite(self) -> None:
         with self._connect() as conn:
             conn.execute(SIGNUPS.format(serial="INTEGER"))
+
+
+def check(url: str) -> str:
+    """The libpq URL for the application's pool, after one connection attempt: a URL
+    libpq refuses, or a server that does not answer, is a ``ConfigurationError`` with
+    one line, before the pool would retry it forever."""
+    conninfo = application_conninfo(url)
+    try:
+        psycopg.connect(conninfo, connect_timeout=CONNECT_TIMEOUT_S).close()
+    except psycopg.Error as exc:
+        reason = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+        raise ConfigurationError(f"${ENV_URL}: cannot connect: {reason}") from None
+    return conninfo
 
 
 class Transaction:

@@ -11,6 +11,8 @@ import psycopg
 from flask import Flask, current_app, g
 from flask.cli import with_appcontext
 
+from conveyor.config import application_conninfo
+
 BOOKS = """CREATE TABLE IF NOT EXISTS books (
     id {serial} PRIMARY KEY,
     isbn TEXT NOT NULL UNIQUE,
@@ -27,7 +29,9 @@ def get_db() -> Any:
         if url.startswith("sqlite:///"):
             g.db = sqlite3.connect(url.removeprefix("sqlite:///"))
         else:
-            g.db = psycopg.connect(url)
+            # conveyor's options (?schema=…) are not libpq's: the schema becomes the
+            # connection's search_path, and the rest goes to libpq as it is.
+            g.db = psycopg.connect(application_conninfo(url))
     return g.db
 
 

@@ -33,16 +33,18 @@ async def connect(
     *,
     migrate: bool = True,
     schema: str | None = None,
+    use_env: bool = True,
     **options: Any,
 ) -> AsyncQueue:
-    """Open the queue at ``url`` for asyncio (the URL and options of
-    ``conveyor.connect``) and bring its schema up to date."""
-    target = database_url(url)
+    """Open the queue for asyncio and bring its schema up to date: the URL, its
+    precedence (``$CONVEYOR_DATABASE_URL`` beats ``url`` unless ``use_env=False``) and
+    the options of ``conveyor.connect``."""
+    target = database_url(url) if use_env or url is None else url
     settings = parse_url(target, schema=schema, **{k: v for k, v in options.items()
                                                     if k not in _QUEUE_KEYS})  # fmt: skip
     if settings.backend == "sqlite":
         queue = await asyncio.to_thread(
-            conveyor.connect, target, migrate=migrate, schema=schema, **options
+            conveyor.connect, target, migrate=migrate, schema=schema, use_env=False, **options
         )
         return AsyncQueue(queue)
     backend: AsyncDriver
@@ -67,7 +69,7 @@ async def connect(
         backend, opening = postgres, postgres.open
     if migrate:  # migrations take their lock on a short-lived synchronous connection
         migrated = await asyncio.to_thread(
-            conveyor.connect, target, migrate=True, schema=schema, **options
+            conveyor.connect, target, migrate=True, schema=schema, use_env=False, **options
         )
         await asyncio.to_thread(migrated.close)
     await opening()

@@ -10,10 +10,11 @@ from __future__ import annotations
 import asyncio
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence, Sized
 from datetime import datetime
 from typing import Any, Self, TypeVar, Unpack
 
+from conveyor import crypto, tracing
 from conveyor.errors import JobNotFound
 from conveyor.info import QueueSettings, Rate, ScheduleInfo, Throughput, WorkerInfo
 from conveyor.job import Claim, Job, Stats, Status, sum_stats
@@ -28,11 +29,23 @@ from conveyor.ops import (
     registry,
     reports,
 )
+from conveyor.ops import workflows as runs
 from conveyor.ops.defaults import DEFAULT_LEASE, Defaults, Duration
 from conveyor.options import EnqueueOptions
 from conveyor.retry import BackoffPolicy, seconds
+from conveyor.workflow import Workflow, WorkflowRun, WorkflowSummary
 
 T = TypeVar("T")
+
+
+def _for_reader(job: Job | None) -> Job | None:
+    """A job as readers see it: the fields its task redacts hidden (``conveyor.crypto``)."""
+    return None if job is None else crypto.redacted(job)
+
+
+def _count(items: object) -> int:
+    """How many items a batch holds, when it says (for the producer span)."""
+    return len(items) if isinstance(items, Sized) else 0
 
 
 class AsyncQueueAPI(ABC):
@@ -84,21 +97,39 @@ class AsyncQueueAPI(ABC):
         when one fails or is cancelled this job is cancelled, unless
         ``on_dependency_failure="run"``); ``conn``: the caller's open connection, so the
         job commits with their work."""
-        return await self._run(enqueue.enqueue(self.defaults, task, payload, **options))
+        call = enqueue.enqueue
+        if tracing.hooks is None:
+            return await self._run(call(self.defaults, task, payload, **options))
+        with tracing.hooks.sending("send", str(options.get("queue", "default")), 1) as span:
+            job = await self._run(call(self.defaults, task, payload, **options))
+            span.sent([job.id])
+            return job
 
     async def enqueue_many(
         self, items: Iterable[Mapping[str, Any]], *, queue: str = "default", conn: Any = None
     ) -> list[Job]:
         """Add many jobs in one transaction. Each item is a dict with the keyword names
         of ``enqueue``; every item is checked before anything is written."""
-        return await self._run(enqueue.enqueue_many(self.defaults, items, queue=queue, conn=conn))
+        call = enqueue.enqueue_many
+        if tracing.hooks is None:
+            return await self._run(call(self.defaults, items, queue=queue, conn=conn))
+        with tracing.hooks.sending("publish", str(queue), _count(items)) as span:
+            jobs = await self._run(call(self.defaults, items, queue=queue, conn=conn))
+            span.sent([job.id for job in jobs])
+            return jobs
 
     async def enqueue_ids(
         self, items: Iterable[Mapping[str, Any]], *, queue: str = "default", conn: Any = None
     ) -> list[int]:
         """Like ``enqueue_many`` for large loads of jobs without keys, subscribers or
         dependencies: returns only the new ids."""
-        return await self._run(enqueue.enqueue_ids(self.defaults, items, queue=queue, conn=conn))
+        call = enqueue.enqueue_ids
+        if tracing.hooks is None:
+            return await self._run(call(self.defaults, items, queue=queue, conn=conn))
+        with tracing.hooks.sending("publish", str(queue), _count(items)) as span:
+            ids = await self._run(call(self.defaults, items, queue=queue, conn=conn))
+            span.sent(ids)
+            return ids
 
     async def claim(
         self,
@@ -344,13 +375,13 @@ class AsyncQueueAPI(ABC):
 
     async def get(self, job_id: int) -> Job | None:
         """The job, or ``None``. A running job whose lease expired is recovered first."""
-        return await self._run(reading.get(job_id))
+        return _for_reader(await self._run(reading.get(job_id)))
 
     async def latest(
         self, key: str, *, queue: str = "default", task: str | None = None
     ) -> Job | None:
         """The newest job with this key (and task), whatever its state."""
-        return await self._run(reading.latest(key, queue=queue, task=task))
+        return _for_reader(await self._run(reading.latest(key, queue=queue, task=task)))
 
     async def jobs(
         self,
@@ -367,7 +398,7 @@ class AsyncQueueAPI(ABC):
     ) -> list[Job]:
         """Jobs in id order, ``limit`` at a time; page with ``after`` = the last id seen.
         ``newest_first``: descending order, where ``after`` means ids below it."""
-        return await self._run(
+        found = await self._run(
             reading.jobs(
                 queue=queue,
                 status=status,
@@ -380,6 +411,7 @@ class AsyncQueueAPI(ABC):
                 created_before=created_before,
             )
         )
+        return [crypto.redacted(job) for job in found]
 
     async def dependents(self, job_id: int) -> list[int]:
         """The ids of the jobs that run after this one."""
@@ -504,6 +536,38 @@ class AsyncQueueAPI(ABC):
     async def schedules(self) -> list[ScheduleInfo]:
         """Every periodic schedule, with its last and next slot."""
         return await self._run(registry.schedules())
+
+    async def enqueue_workflow(self, workflow: Workflow) -> WorkflowRun:
+        """Enqueue every step of ``workflow`` in one transaction (all or nothing); each
+        step is a job that runs once the steps it names completed. Returns the run:
+        its id and each step's job by step name."""
+        return await self._run(runs.enqueue_workflow(self.defaults, workflow))
+
+    async def workflow(self, workflow_id: int) -> WorkflowRun:
+        """A run: its status, its steps' counts by status and its steps' jobs (else
+        ``WorkflowNotFound``)."""
+        return await self._run(runs.workflow(workflow_id))
+
+    async def workflows(
+        self, *, limit: int = 100, after: int | None = None, newest_first: bool = False
+    ) -> list[WorkflowSummary]:
+        """Runs in id order, ``limit`` at a time, with their status and counts; page with
+        ``after`` = the last id seen (``newest_first``: descending, below ``after``)."""
+        return await self._run(runs.workflows(limit=limit, after=after, newest_first=newest_first))
+
+    async def cancel_workflow(self, workflow_id: int) -> WorkflowRun:
+        """Cancel every step of the run that is not final yet; returns the run."""
+        return await self._run(runs.cancel_workflow(workflow_id))
+
+    async def retry_workflow(self, workflow_id: int) -> WorkflowRun:
+        """Retry the run's failed steps and the steps after them that already ended
+        (cancelled because of the failure, or run anyway): pending again, attempts
+        reset, each running once its parents completed. Returns the run."""
+        return await self._run(runs.retry_workflow(workflow_id))
+
+    async def parents(self, job_id: int) -> list[Job]:
+        """The jobs this one runs after (its dependencies), whole, in id order."""
+        return await self._run(runs.parents(job_id))
 
     async def take_notifications(
         self, *, limit: int = 100, lease: Duration = 60.0

@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 
+from conveyor import crypto
 from conveyor.cli.base import (
     EXIT_ERROR,
     PANEL_ADMIN,
@@ -25,7 +26,8 @@ from conveyor.cli.base import (
 from conveyor.cli.connection import open_queue
 from conveyor.cli.durations import describe_duration, parse_duration
 from conveyor.cli.output import err_console, print_json, progress_bar, say
-from conveyor.errors import InvalidTransition, JobNotFound
+from conveyor.errors import ConfigurationError, InvalidTransition, JobNotFound
+from conveyor.maintenance.reencrypt import reencrypt as reencrypt_all
 from conveyor.ops.admin import prune as checked_prune
 from conveyor.queue import Queue
 
@@ -248,3 +250,33 @@ def _count_prunable(q: Queue, age: timedelta, statuses: list[str]) -> int:
                 break
             cursor = page[-1].id
     return count
+
+
+@app.command(rich_help_panel=PANEL_ADMIN)
+def reencrypt(
+    batch: Annotated[
+        int, typer.Option("--batch", min=1, max=10_000, help="Jobs per transaction.")
+    ] = 500,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Seal encrypted payloads and results again with the first key of
+    $CONVEYOR_ENCRYPTION_KEYS (after putting a new key first), so that older keys can
+    be dropped."""
+    keys = crypto.keys_from_env()
+    if not keys:
+        raise fail(f"no keys: set {crypto.ENV_KEYS} to comma-separated Fernet keys, new first")
+    try:
+        keyring = crypto.Keyring(keys)
+    except ConfigurationError as exc:
+        raise fail(str(exc)) from None
+    with open_queue(db) as q:
+        done = reencrypt_all(q, keyring, batch=batch)
+    if as_json:
+        print_json({"count": done.jobs, "values": done.values, "unopened": done.unopened})
+        return
+    say(f"re-encrypted {done.values} value(s) in {done.jobs} job(s)")
+    if done.unopened:
+        err_console().print(
+            f"{done.unopened} value(s) were left as they are: none of the keys opens them"
+        )

@@ -7,9 +7,13 @@ import inspect
 import os
 import sys
 import traceback
-from typing import Annotated
+from collections.abc import Iterable
+from typing import Annotated, Any
 
 import typer
+import typer.rich_utils
+from rich.columns import Columns
+from rich.text import Text
 from typer._click import Command, Context
 from typer.core import TyperGroup
 
@@ -46,6 +50,21 @@ def unwrapped(text: str) -> str:
     return "\n\n".join(" ".join(p.split()) for p in paragraphs)
 
 
+class _FoldingColumns(Columns):
+    """The help of each option in ``--help``: a word longer than its column (a URL, an
+    environment variable, a default) folds onto the next line instead of being cut
+    with an ellipsis, so every default and name is shown whole."""
+
+    def __init__(self, renderables: Iterable[Any] = (), *args: Any, **options: Any) -> None:
+        items = list(renderables)
+        for item in items:
+            if isinstance(item, Text):
+                item.overflow = "fold"
+        super().__init__(items, *args, **options)
+
+
+setattr(typer.rich_utils, "Columns", _FoldingColumns)  # noqa: B010 (a module's global)
+
 app = typer.Typer(
     name="conveyor",
     cls=_OrderedGroup,
@@ -62,6 +81,11 @@ PANEL_ADMIN = "Administer"
 PANEL_RUN = "Run"
 
 DB_HELP = "Database URL (default: $CONVEYOR_DATABASE_URL, else sqlite:///conveyor.db)."
+# The worker runs an app that may name a database of its own: it comes last.
+WORKER_DB_HELP = (
+    "Database URL. Beats $CONVEYOR_DATABASE_URL, which beats the app's URL in code "
+    "(App(url)); with none of them, sqlite:///conveyor.db."
+)
 JSON_HELP = "Print JSON for scripts instead of tables."
 
 DbOption = Annotated[

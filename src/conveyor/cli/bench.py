@@ -174,7 +174,7 @@ def scratch_queue(url: str | None = None) -> Iterator[Queue]:
     if url is None:
         with (
             tempfile.TemporaryDirectory(prefix="conveyor-bench-") as folder,
-            conveyor.connect(f"sqlite:///{Path(folder) / 'bench.db'}") as q,
+            conveyor.connect(f"sqlite:///{Path(folder) / 'bench.db'}", use_env=False) as q,
         ):
             yield q
         return
@@ -186,7 +186,9 @@ def scratch_queue(url: str | None = None) -> Iterator[Queue]:
         path = Path(settings.target).with_name(f"{Path(settings.target).name}.bench-{tag}")
         query = urlsplit(url).query
         try:
-            with conveyor.connect(f"sqlite:///{path.resolve()}" + (f"?{query}" * bool(query))) as q:
+            with conveyor.connect(
+                f"sqlite:///{path.resolve()}" + (f"?{query}" * bool(query)), use_env=False
+            ) as q:
                 yield q
         finally:
             for suffix in ("", "-wal", "-shm"):
@@ -201,7 +203,7 @@ def scratch_queue(url: str | None = None) -> Iterator[Queue]:
         ):
             yield q
         return
-    with conveyor.connect(url, schema=f"conveyor_bench_{tag}") as q:
+    with conveyor.connect(url, schema=f"conveyor_bench_{tag}", use_env=False) as q:
         try:
             yield q
         finally:

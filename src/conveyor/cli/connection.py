@@ -26,7 +26,7 @@ def open_queue(
     brought up to date unless ``migrate=False``. ``create=False``: a database without
     conveyor's tables (or a SQLite file that does not exist) is an error, so a typo in a
     URL leaves no empty database or schema behind."""
-    url = database_url(db)
+    url = database_url(command_line=db)
     settings = parse_url(url)
     options: dict[str, Any] = {}
     if settings.backend == "sqlite":
@@ -36,7 +36,7 @@ def open_queue(
         logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
         if "connect_timeout" not in settings.backend_options:
             options["connect_timeout"] = CONNECT_TIMEOUT_S
-    queue = conveyor.connect(url, migrate=False, **options)
+    queue = conveyor.connect(url, migrate=False, use_env=False, **options)
     try:
         version = queue.schema_version()
         if version == 0 and not create:

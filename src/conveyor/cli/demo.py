@@ -104,7 +104,12 @@ class _View:
             header = f"conveyor demo · {self.db}{where}"
             compact = self.live.console.height < COMPACT_BELOW_LINES
             view = progress.render(
-                snap, header=header, elapsed=elapsed, notes=notes, compact=compact
+                snap,
+                header=header,
+                elapsed=elapsed,
+                notes=notes,
+                compact=compact,
+                serving=url is not None,
             )
             self.live.update(view, refresh=True)
         elif not self.quiet:

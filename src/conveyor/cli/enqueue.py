@@ -190,7 +190,7 @@ def _enqueue_file(path: str, *, queue: str, db: str | None, as_json: bool) -> No
     problems: list[str] = []
     # The queue's own checks, with the database's payload limit, before it is opened:
     # a file with bad lines creates nothing, not even a database.
-    limit = parse_url(database_url(db)).queue_options["max_payload_bytes"]
+    limit = parse_url(database_url(command_line=db)).queue_options["max_payload_bytes"]
     defaults = Defaults(max_payload_bytes=limit)
     for number, text in _read_lines(path):
         try:

@@ -132,14 +132,14 @@ def schedules(db: DbOption = None, as_json: JsonOption = False) -> None:
         found = q.schedules()
         now = q.now()
     if as_json:
-        print_json({"schedules": to_json(found)})
+        print_json({"schedules": [{**to_json(s), "last_run": to_json(s.last_run)} for s in found]})
         return
     if not found:
         say("no periodic schedule is declared (workers declare their app's when they start)")
         return
     rows: list[dict[str, Cell]] = [
         {"schedule": s.name, "task": s.task, "queue": s.queue, "when": s.spec,
-         "last run": _moment(now, s.last_slot), "next run": _moment(now, s.next_slot)}
+         "last run": _moment(now, s.last_run), "next run": _moment(now, s.next_slot)}
         for s in found
     ]  # fmt: skip
     columns = (

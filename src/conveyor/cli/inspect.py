@@ -84,17 +84,22 @@ def show(
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Everything about one job."""
+    """Everything about one job: its fields, subscribers, the jobs it waits for and the
+    jobs that wait for it."""
     with open_queue(db) as q:
         job = q.get(job_id)
         if job is None:
             raise fail(f"job {job_id} does not exist")
         subscribers = q.subscribers(job_id)
+        dependents = q.dependents(job_id)
+        depends_on = [q.get(i) or i for i in job.depends_on]
         now = q.now()
     if as_json:
-        print_json({**job.to_dict(), "subscribers": subscribers})
+        print_json({**job.to_dict(), "subscribers": subscribers, "dependents": dependents})
     else:
-        console().print(job_details(job, now, subscribers))
+        console().print(
+            job_details(job, now, subscribers, depends_on=depends_on, dependents=dependents)
+        )
 
 
 @app.command(rich_help_panel=PANEL_WATCH)

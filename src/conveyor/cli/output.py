@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from functools import cache
 from typing import Any
@@ -105,22 +105,24 @@ def progress_cell(job: Job) -> str:
 
 def jobs_table(jobs: Iterable[Job], now: datetime, *, width: int | None = None) -> Table:
     """Jobs as rows. The id, status, tries and times always show in full; the free-text
-    columns share what is left of ``width`` (default: the console's); the key, progress
-    and outcome columns are left out when no job has one and room is short."""
+    columns share what is left of ``width`` (default: the console's), queue and task
+    names whole when they fit; when room is short, the key, progress and outcome
+    columns are left out if no job has one, then the key, the progress and the creation
+    time go (``conveyor show`` has every field)."""
     rows = [_job_row(job, now) for job in jobs]
     return fitted(_JOB_COLUMNS, rows, width or console().width)
 
 
 _JOB_COLUMNS = (
     Column("id", right=True),
-    Column("queue", free=True, cap=20),
-    Column("task", free=True, cap=32),
+    Column("queue", free=True, cap=20, whole=True),
+    Column("task", free=True, cap=32, whole=True),
     Column("status"),
     Column("tries", right=True),
-    Column("key", free=True, cap=20, optional=True),
-    Column("progress", optional=True),
-    Column("created"),
-    Column("error / result", short="outcome", free=True, cap=40, optional=True),
+    Column("key", free=True, cap=20, optional=True, drop=3),
+    Column("progress", optional=True, drop=2),
+    Column("created", drop=1),
+    Column("error / result", short="outcome", free=True, cap=40, optional=True, least=16),
 )
 
 
@@ -140,7 +142,16 @@ def _job_row(job: Job, now: datetime) -> dict[str, Cell]:
     }
 
 
-def job_details(job: Job, now: datetime, subscribers: list[str]) -> RenderableType:
+def job_details(
+    job: Job,
+    now: datetime,
+    subscribers: list[str],
+    *,
+    depends_on: Sequence[Job | int] = (),
+    dependents: Sequence[int] = (),
+) -> RenderableType:
+    """Every field of ``job``; ``depends_on``: the jobs it waits for (a job, or the id
+    of one that is gone), ``dependents``: the ids of the jobs that wait for it."""
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold", no_wrap=True)
     grid.add_column()
@@ -177,6 +188,15 @@ def job_details(job: Job, now: datetime, subscribers: list[str]) -> RenderableTy
         rows.append((_error_label(job), Text(job.error, style="red")))
     if subscribers:
         rows.append(("subscribers", ", ".join(subscribers)))
+    if job.depends_on:
+        listed = ", ".join(
+            f"{d.id} ({d.status})" if isinstance(d, Job) else f"{d} (pruned)"
+            for d in (depends_on or job.depends_on)
+        )
+        waiting = f"; {job.waiting_for} not done yet" if job.waiting_for else ""
+        rows.append(("waits for", f"{listed}{waiting}"))
+    if dependents:
+        rows.append(("dependents", ", ".join(str(i) for i in dependents)))
     for label, value in rows:
         grid.add_row(label, value if isinstance(value, Text) else Text(str(value)))
     return grid

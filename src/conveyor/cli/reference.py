@@ -20,26 +20,30 @@ INTRO = """\
 Generated from the commands themselves: `python -m conveyor.cli.reference > docs/cli.md`.
 `conveyor COMMAND --help` prints the same on a terminal.
 
-Every command that touches a database takes `--db URL`; without it, conveyor reads
-`$CONVEYOR_DATABASE_URL`, and without that it uses `sqlite:///conveyor.db` in the current
-directory (`conveyor demo` alone uses its own `sqlite:///conveyor-demo.db`). Commands that
-only look at a database never create one: a SQLite path that does not exist is an error.
+Every command that touches a database takes `--db URL`. Which database, in one order
+everywhere: `--db`, else `$CONVEYOR_DATABASE_URL`, else the URL in code (for `conveyor
+worker`, the app's `App(url)`), else `sqlite:///conveyor.db` in the current directory. The
+same order holds in Python: `$CONVEYOR_DATABASE_URL` beats `App(url)` and `connect(url)`.
+`conveyor demo` alone never reads the variable: it uses its own
+`sqlite:///conveyor-demo.db`, or the `--db` you give it. Commands that only look at a
+database never create one: a SQLite path that does not exist is an error.
 
-Output is a table on a terminal, fitted to its width (at 80 columns, long names are cut
-with `…` and headers shorten), plain text when piped (`NO_COLOR` is honoured). Every
-command but `worker`, `serve` and `bench` also prints JSON with `--json`; a command that
-acts on many jobs answers `{"count": N, …}`, N being the jobs it acted on (or, with
-`prune --dry-run`, would act on), beside what else it knows (`ids`, `skipped`,
-`refused`). Progress bars, live views and the "next page" hint of `jobs` go to stderr,
-so stdout stays clean for a pipe.
+Output is a table on a terminal, fitted to its width (at 80 columns headers shorten, the
+least important columns are left out and long free text is cut with `…`), plain text when
+piped (`NO_COLOR` is honoured). Every command but `worker`, `serve` and `bench` also
+prints JSON with `--json`; a command that acts on many jobs answers `{"count": N, …}`, N
+being the jobs it acted on (or, with `prune --dry-run`, would act on), beside what else it
+knows (`ids`, `skipped`, `refused`). Progress bars, live views and the "next page" hint of
+`jobs` go to stderr, so stdout stays clean for a pipe.
 
-Exit codes: `0` success; `1` the operation was refused (an unknown job, a job in the
-wrong state, a claim that holds nothing, a "no" to a question) or the database cannot be
-opened or reached; `2` a mistake in what was typed: a usage mistake, or a value the
-command or the queue refuses (a malformed `--payload`, a bad line of an `--file`, a name
-with control characters, an unknown status). Errors are one line on stderr, starting
-`error:` (`enqueue --file` writes one such line per bad line); `130` interrupted. Set
-`CONVEYOR_DEBUG=1` to see the traceback of an unexpected error.
+Exit codes: `0` success; `1` the operation was refused (an unknown job, a job in the wrong
+state, a claim that holds nothing, a "no" to a question), or the environment cannot be
+used: the database cannot be opened or reached, `serve`'s port is taken; `2` a mistake in
+what was typed: a usage mistake, or a value the command or the queue refuses (a malformed
+`--payload`, a bad line of an `--file`, a name with control characters, an unknown
+status). Errors are one line on stderr, starting `error:` (`enqueue --file` writes one
+such line per bad line); `130` interrupted. Set `CONVEYOR_DEBUG=1` to see the traceback of
+an unexpected error.
 
 Durations are written `30s`, `10m`, `2h`, `1d`, `1w`, `1h30m`, or a bare number of
 seconds. Times are ISO 8601 with a zone: `2030-01-01T09:00:00Z`, `…+02:00`.

@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from conveyor.cli.base import PANEL_RUN, DbOption, app, usage
+from conveyor.config import database_url
 from conveyor.errors import ConfigurationError
 
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
@@ -47,9 +48,10 @@ def serve(
 ) -> None:
     """Serve the HTTP API (OpenAPI at /docs), the dashboard at / and /metrics.
 
-    Bearer tokens come from $CONVEYOR_TOKENS ("admin:adm-secret-1,worker:wrk-secret-1,reader:…"),
-    or from the file named by $CONVEYOR_TOKENS_FILE (one role:token a line); each token
-    is at least 8 characters long. The server also puts back to pending the jobs whose
+    Bearer tokens come from $CONVEYOR_TOKENS
+    ("admin:adm-secret-1,worker:wrk-secret-1,reader:rdr-secret-1"), or from the file
+    named by $CONVEYOR_TOKENS_FILE (one role:token a line); each token is at least 8
+    characters long. The server also puts back to pending the jobs whose
     lease expired (every --rescue-interval seconds), as workers do."""
     if log_level.lower() not in LOG_LEVELS:
         raise usage(f"--log-level: expected one of {', '.join(LOG_LEVELS)}, got {log_level!r}")
@@ -68,8 +70,15 @@ def serve(
 
     tokens = tokens_from_env()
     check_bind_address(host, tokens)
+    _check_port_free(host, port)
     limits = Limits(max_waits=max_waits, body_timeout_seconds=body_timeout)
-    web_app = create_app(db, tokens=tokens, limits=limits, rescue_interval=rescue_interval)
+    web_app = create_app(
+        database_url(command_line=db),
+        tokens=tokens,
+        limits=limits,
+        rescue_interval=rescue_interval,
+        use_env=False,
+    )
     queue = web_app.state.conveyor.queue
     auth = f"{len(tokens)} token(s)" if tokens else "no tokens: loopback only"
     typer.echo(f"conveyor: serving {queue.url} on http://{host}:{port} ({auth})", err=True)
@@ -77,4 +86,34 @@ def serve(
     server = uvicorn.Server(
         config(web_app, host=host, port=port, log_level=log_level.lower(), limits=bounds)
     )
-    server.run()
+    try:
+        server.run()
+    except SystemExit as exc:  # uvicorn exits 3 when it cannot start: exit as documented
+        if exc.code in (None, 0):
+            raise
+        raise ConfigurationError(
+            f"the server on http://{host}:{port} did not start (see the lines above)"
+        ) from None
+
+
+def _check_port_free(host: str, port: int) -> None:
+    """A port already in use is one line and exit 1, like a database that cannot be
+    opened, before the database is opened or the server's own error log is written."""
+    import socket
+
+    if port == 0:
+        return
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError as exc:
+        raise ConfigurationError(f"--host {host}: cannot resolve it ({exc})") from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server does
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            raise ConfigurationError(
+                f"cannot listen on {host}:{port}: {reason.lower()} (choose another --port)"
+            ) from None

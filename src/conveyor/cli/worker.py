@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from conveyor import logformat
-from conveyor.cli.base import DB_HELP, app
+from conveyor.cli.base import WORKER_DB_HELP, app
 from conveyor.cli.waiting import still_waiting
 from conveyor.errors import ConfigurationError
 from conveyor.maintenance import Retention
@@ -30,7 +30,9 @@ def worker(
             "--app", help="The conveyor.App to run, as module:attribute.", show_default=False
         ),
     ],
-    db: Annotated[str | None, typer.Option("--db", help=DB_HELP, show_default=False)] = None,
+    db: Annotated[
+        str | None, typer.Option("--db", help=WORKER_DB_HELP, show_default=False, metavar="URL")
+    ] = None,
     server: Annotated[
         str | None,
         typer.Option(
@@ -67,6 +69,15 @@ def worker(
         float, typer.Option(help="Seconds a claim lasts without a heartbeat.", min=0.001)
     ] = 30.0,
     burst: Annotated[bool, typer.Option(help="Exit once no job is claimable or running.")] = False,
+    burst_give_up: Annotated[
+        float,
+        typer.Option(
+            help="With --burst: seconds of failed claims (database or server down) before "
+            "the worker gives up and exits 1.",
+            min=0.001,
+            metavar="S",
+        ),
+    ] = 30.0,
     grace: Annotated[
         float, typer.Option(help="Seconds running tasks may finish after SIGTERM/SIGINT.", min=0)
     ] = 30.0,
@@ -98,8 +109,10 @@ def worker(
         from conveyor.client import RemoteQueue
 
         application.bind(RemoteQueue(server, token))  # type: ignore[arg-type]
-    elif db is not None:
-        application.bind(db)
+    elif db is not None:  # the command line beats the environment and the app's own URL
+        import conveyor
+
+        application.bind(conveyor.connect(db, use_env=False))
     names = [n.strip() for n in queues.split(",") if n.strip()] if queues else None
     if queues is not None and not names:
         raise ConfigurationError(f"--queues: expected comma-separated names, got {queues!r}")
@@ -109,6 +122,7 @@ def worker(
         prefetch=prefetch,
         lease=lease,
         burst=burst,
+        burst_give_up=burst_give_up,
         grace=grace,
         retention=_retention(retain or []),
     )

@@ -134,9 +134,11 @@ def render(
     elapsed: float,
     notes: Iterable[str] = (),
     compact: bool = False,
+    serving: bool = True,
 ) -> RenderableType:
     """The live view. ``notes``: recent warnings of the workers, shown last.
-    ``compact``: one line per system, for short terminals."""
+    ``compact``: one line per system, for short terminals. ``serving``: whether the
+    dashboard is up (the last line says what stays up once every job is final)."""
     table = Table(box=None, header_style="bold", pad_edge=False)
     table.add_column("system", no_wrap=True)
     table.add_column("", width=_BAR)
@@ -180,9 +182,13 @@ def render(
         parts += [Text(""), Text("latest errors", style="bold"), errors]
     parts += [Text(note, style="yellow") for note in notes]
     total = snap.total
-    state = (
-        "all final; the dashboard stays up" if snap.done else f"{total.final}/{total.total} final"
-    )
+    if not snap.done:
+        state = f"{total.final}/{total.total} final"
+    elif serving:
+        state = "all final; the dashboard stays up"
+    else:
+        state = "all final; the workers wait for more"
+
     parts += [Text(""), Text(f"{state} · {elapsed:.0f}s · Ctrl-C to stop", style="dim")]
     return Group(*parts)
 

@@ -48,7 +48,7 @@ class Workers:
         self._threads: list[threading.Thread] = []
         self.errors: list[str] = []
         for n in range(1, count + 1):
-            app = conveyor.App(conveyor.connect(url, migrate=False))
+            app = conveyor.App(conveyor.connect(url, migrate=False, use_env=False))
             for task in tasks.app.tasks.values():
                 app.add(task)
             worker = Worker(
@@ -92,7 +92,7 @@ class Dashboard:
 
         self.port = _free_port(port)
         config = uvicorn.Config(
-            create_app(url, tokens={}), host="127.0.0.1", port=self.port,
+            create_app(url, tokens={}, use_env=False), host="127.0.0.1", port=self.port,
             log_level="warning", access_log=False,
         )  # fmt: skip
         self._server = uvicorn.Server(config)
@@ -137,7 +137,12 @@ class _Remember(logging.Handler):
         self.lines = lines
 
     def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(record.getMessage())
+        # The headline only: a failed attempt's traceback would spill over the view
+        # (it is in the job's error, on the dashboard and in ``conveyor show``).
+        headline = getattr(record, "headline", None)
+        text = headline if isinstance(headline, str) else record.getMessage()
+        first = text.strip().splitlines()[0] if text.strip() else ""
+        self.lines.append(first)
 
 
 @dataclass

@@ -89,12 +89,14 @@ class InsertJob(RowsOp):
     job_group: str | None
     depends_on: str | None
     waiting_for: int
+    trace_context: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class InsertJobs(RowsOp):
     """Many jobs without keys or dependencies in one statement. :items is a JSON array of rows,
-    each [queue, task, payload, priority, run_at, max_attempts, job_group]."""
+    each [queue, task, payload, priority, run_at, max_attempts, job_group,
+    trace_context]."""
 
     op: ClassVar[str] = "insert_jobs"
     items: str
@@ -361,6 +363,37 @@ class ReopenJobWithinAttempts(RowsOp):
 
     op: ClassVar[str] = "reopen_job_within_attempts"
     id: int
+
+
+@dataclass(frozen=True, slots=True)
+class SealedJobs(RowsOp):
+    """Jobs whose payload or result is encrypted (``conveyor.crypto``; :marker is its
+    marker), by id, after :after."""
+
+    op: ClassVar[str] = "sealed_jobs"
+    after: int
+    marker: str
+    limit: int
+
+
+@dataclass(frozen=True, slots=True)
+class ResealPayload(CountOp):
+    """The payload sealed again (``conveyor reencrypt``), if it is still what was read."""
+
+    op: ClassVar[str] = "reseal_payload"
+    id: int
+    old: str
+    new: str
+
+
+@dataclass(frozen=True, slots=True)
+class ResealResult(CountOp):
+    """The result sealed again (``conveyor reencrypt``), if it is still what was read."""
+
+    op: ClassVar[str] = "reseal_result"
+    id: int
+    old: str
+    new: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -731,6 +764,143 @@ class RetryNotifications(CountOp):
     op: ClassVar[str] = "retry_notifications"
     error: str
     items: str
+
+
+# -- workflows -----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class InsertWorkflow(RowsOp):
+    """A new run of a workflow; answers its id and created_at."""
+
+    op: ClassVar[str] = "insert_workflow"
+    label: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReserveJobIds(RowsOp):
+    """:n new job ids, never used before and never handed out again, larger than every
+    id in use (in increasing order): a run's steps are inserted under them, so each
+    step's ``depends_on`` is written with the step. Answers rows of ``id``."""
+
+    op: ClassVar[str] = "reserve_job_ids"
+    n: int
+
+
+@dataclass(frozen=True, slots=True)
+class InsertSteps(RowsOp):
+    """The steps of a run as jobs, in one statement. :items is a JSON array of rows, each
+    [id, queue, task, payload, key, priority, run_at, max_attempts, job_group, step,
+    waiting_for, has_dependents, depends_on (a JSON array or null)], ids from
+    ``reserve_job_ids``. A step whose key an active job holds is not inserted (no row
+    answers for it). Answers id, step, run_at, created_at."""
+
+    op: ClassVar[str] = "insert_steps"
+    workflow_id: int
+    items: str
+
+
+@dataclass(frozen=True, slots=True)
+class InsertStepEdges(CountOp):
+    """The dependencies between a run's steps: :items is a JSON array of
+    [job_id, depends_on, run_on_failure (0 or 1)]."""
+
+    op: ClassVar[str] = "insert_step_edges"
+    items: str
+
+
+@dataclass(frozen=True, slots=True)
+class GetWorkflow(RowsOp):
+    """A run's row: id, label, created_at."""
+
+    op: ClassVar[str] = "get_workflow"
+    id: int
+
+
+@dataclass(frozen=True, slots=True)
+class ListWorkflows(RowsOp):
+    """Runs in id order after :after (0: from the start), at most :limit."""
+
+    op: ClassVar[str] = "list_workflows"
+    after: int
+    limit: int
+
+
+@dataclass(frozen=True, slots=True)
+class ListWorkflowsNewest(RowsOp):
+    """Runs in descending id order below :after (None: from the newest), at most :limit."""
+
+    op: ClassVar[str] = "list_workflows_newest"
+    after: int | None
+    limit: int
+
+
+@dataclass(frozen=True, slots=True)
+class WorkflowCounts(RowsOp):
+    """The steps of these runs (:ids, JSON) counted by status: workflow_id, status, n."""
+
+    op: ClassVar[str] = "workflow_counts"
+    ids: str
+
+
+@dataclass(frozen=True, slots=True)
+class WorkflowSteps(RowsOp):
+    """Every step of a run, whole, in id order."""
+
+    op: ClassVar[str] = "workflow_steps"
+    workflow_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class WorkflowEdges(RowsOp):
+    """The dependencies of a run's steps: job_id, depends_on, run_on_failure."""
+
+    op: ClassVar[str] = "workflow_edges"
+    workflow_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class CancelWorkflow(RowsOp):
+    """Cancel every step of a run that is pending or running; answers id, queue."""
+
+    op: ClassVar[str] = "cancel_workflow"
+    workflow_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class LockParents(RowsOp):
+    """The jobs that the jobs :ids (JSON) run after, locked until the transaction ends
+    (so none finishes unseen while their dependents are re-counted); answers their ids."""
+
+    op: ClassVar[str] = "lock_parents"
+    ids: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReopenJobs(RowsOp):
+    """An explicit retry of many final jobs (:ids, JSON), as ``reopen_job`` does one;
+    answers id, queue of those reopened."""
+
+    op: ClassVar[str] = "reopen_jobs"
+    ids: str
+
+
+@dataclass(frozen=True, slots=True)
+class RecountWaiting(CountOp):
+    """Set ``waiting_for`` of the pending jobs :ids (JSON) from their dependencies as they
+    stand: an edge is unmet while its job is not completed (or, for an edge that runs
+    on failure, while its job is not final)."""
+
+    op: ClassVar[str] = "recount_waiting"
+    ids: str
+
+
+@dataclass(frozen=True, slots=True)
+class ParentJobs(RowsOp):
+    """The jobs a job runs after, whole, in id order."""
+
+    op: ClassVar[str] = "parent_jobs"
+    job_id: int
 
 
 def all_operations() -> dict[str, type[Operation[Any]]]:

@@ -42,8 +42,8 @@ from conveyor.web.envelope import error_response
 class Conveyor:
     """One queue for a FastAPI application, opened and closed by its lifespan.
 
-    ``url``: the database (default: ``$CONVEYOR_DATABASE_URL``, else
-    ``sqlite:///conveyor.db``), read when the lifespan starts. ``tokens`` and ``limits``
+    ``url``: the database, read when the lifespan starts; ``$CONVEYOR_DATABASE_URL``,
+    when set, beats it (else ``sqlite:///conveyor.db``). ``tokens`` and ``limits``
     configure the mounted HTTP API as for ``create_app`` (by default tokens come from
     ``$CONVEYOR_TOKENS``). Other keyword options go to ``conveyor.aio.connect``.
     Use the object itself as a dependency: ``Depends(conveyor_)`` gives the

@@ -21,10 +21,11 @@ group.
     $ flask --app myapp conveyor worker --concurrency 4
     $ flask --app myapp conveyor migrate
 
-Config: ``CONVEYOR_DATABASE_URL`` (default: ``$CONVEYOR_DATABASE_URL``, else
-``sqlite:///conveyor.db``); options of ``conveyor.connect`` go in its query string. The
-queue opens on first use, once per Flask app, and is shared by its threads. The worker
-runs each task inside the Flask app's application context.
+Config: ``CONVEYOR_DATABASE_URL`` (default ``sqlite:///conveyor.db``;
+``$CONVEYOR_DATABASE_URL``, when set, beats it, as it beats every URL in code); options
+of ``conveyor.connect`` go in its query string. The queue opens on first use, once per
+Flask app, and is shared by its threads. The worker runs each task inside the Flask
+app's application context.
 """
 
 from __future__ import annotations

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from typing import Any, NoReturn
 
@@ -10,7 +11,7 @@ from conveyor import validation as check
 from conveyor.drivers import operations as db
 from conveyor.errors import DuplicateJob, InvalidArgument, InvalidTransition, JobNotFound
 from conveyor.job import ACTIVE_STATUSES, Job
-from conveyor.ops import Announce, Call, Plan, Values
+from conveyor.ops import Announce, Call, Plan, Row, Values
 from conveyor.ops.defaults import Defaults, job_id
 from conveyor.retry import seconds
 
@@ -35,10 +36,26 @@ def retry(job: Any, *, reset_attempts: Any = True) -> Call[Job]:
             if reset_attempts:
                 yield from refuse_status(jid, "retry")
             yield from refuse_spent(jid)
-        yield Announce(queues=[rows[0]["queue"]])
-        return v.decode_job(rows[0])
+        row = rows[0]
+        if row["depends_on"] is not None:
+            # A job cancelled because a dependency failed kept the count it had then:
+            # count its unmet dependencies again, as they stand now.
+            row = yield from recount_waiting(jid)
+        yield Announce(queues=[row["queue"]])
+        return v.decode_job(row)
 
     return Call("retry", {"job_id": jid, "reset_attempts": reset_attempts}, build)
+
+
+def recount_waiting(job: int) -> Plan[Row]:
+    """A reopened job's unmet dependencies, counted under lock of the dependencies (so
+    none finishes unseen); answers the job's row as it now is."""
+    ids = json.dumps([job])
+    yield db.LockParents(ids=ids)
+    yield db.RecountWaiting(ids=ids)
+    rows = yield db.GetJob(id=job)
+    row: Row = rows[0]
+    return row
 
 
 def refuse_spent(job: int) -> Plan[NoReturn]:

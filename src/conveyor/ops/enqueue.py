@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Unpack
 
+from conveyor import tracing
 from conveyor import validation as check
 from conveyor.drivers import operations as db
 from conveyor.errors import DuplicateJob, InvalidArgument
@@ -73,6 +74,7 @@ class NewJob:
     group: str | None = None
     after: tuple[int, ...] = ()
     on_dependency_failure: OnDependencyFailure = "cancel"
+    trace_context: str | None = None
 
     def insert(self, v: Values, *, waiting_for: int = 0) -> db.InsertJob:
         """The operation that inserts this job."""
@@ -87,13 +89,14 @@ class NewJob:
             job_group=self.group,
             depends_on=v.json_param(list(self.after)) if self.after else None,
             waiting_for=waiting_for,
+            trace_context=self.trace_context,
         )
 
     def row(self, v: Values) -> list[Any]:
         """The job as one row of a bulk insert (``insert_jobs``), its columns by position."""
         run_at = None if self.run_at is None else v.encode_time(self.run_at)
         return [self.queue, self.task, self.payload_json, self.priority, run_at,
-                self.max_attempts, self.group]  # fmt: skip
+                self.max_attempts, self.group, self.trace_context]  # fmt: skip
 
     def inserted(self, v: Values, row: Row, *, waiting_for: int = 0) -> Job:
         """The job as just inserted: ``row`` holds what the database chose (its id and
@@ -116,6 +119,7 @@ class NewJob:
             group=self.group,
             depends_on=self.after,
             waiting_for=waiting_for,
+            trace_context=self.trace_context,
         )
 
     def wire(self) -> dict[str, Any]:
@@ -297,6 +301,7 @@ def new_job(
         group=None if group is None else check.name(group, "group"),
         after=_job_ids(after),
         on_dependency_failure=on_dependency_failure,
+        trace_context=tracing.CARRIER.get(),
     )
 
 

@@ -11,7 +11,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from conveyor.errors import InvalidTransition, JobNotFound, StaleClaim
-from conveyor.job import Job
+from conveyor.job import Job, Status
 
 if TYPE_CHECKING:
     from conveyor.queue import Queue
@@ -26,6 +26,7 @@ class Context:
         self.lost = threading.Event()
         self._reason: str | None = None
         self._stopping = stopping if stopping is not None else threading.Event()
+        self._parents: dict[str, Job] | None = None
 
     # -- what the task reads --------------------------------------------------------
     @property
@@ -62,6 +63,35 @@ class Context:
     def stopping(self) -> bool:
         """True while the worker shuts down: finish soon, or checkpoint and stop."""
         return self._stopping.is_set()
+
+    # -- what the steps it runs after left ----------------------------------------------
+    def parent_jobs(self) -> dict[str, Job]:
+        """The jobs this one runs after, by step name (a job outside a workflow: by its
+        id, as text), as they stand now. Read once, on first use."""
+        if self._parents is None:
+            if not self._job.depends_on:
+                self._parents = {}
+            else:
+                found = self.queue.parents(self._job.id)
+                self._parents = {j.step if j.step is not None else str(j.id): j for j in found}
+        return dict(self._parents)
+
+    def parent_results(self) -> dict[str, Any]:
+        """``{step name: result}`` of the steps this one runs after; a parent that did
+        not complete (it failed or was cancelled, and this step runs anyway) appears
+        with ``None``: ``parent_statuses`` tells which."""
+        return {
+            name: job.result if job.status == Status.COMPLETED else None
+            for name, job in self.parent_jobs().items()
+        }
+
+    def parent_statuses(self) -> dict[str, Status]:
+        """``{step name: status}`` of the steps this one runs after."""
+        return {name: job.status for name, job in self.parent_jobs().items()}
+
+    def failed_parents(self) -> list[str]:
+        """The steps this one runs after that did not complete."""
+        return [n for n, s in self.parent_statuses().items() if s != Status.COMPLETED]
 
     def raise_if_cancelled(self) -> None:
         if self.lost.is_set():

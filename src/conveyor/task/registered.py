@@ -8,6 +8,7 @@ import inspect
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar, Unpack
 
+from conveyor import crypto
 from conveyor import validation as check
 from conveyor.errors import ConfigurationError, InvalidArgument
 from conveyor.job import Job
@@ -53,6 +54,8 @@ class Task(Generic[P, R]):
         timeout: Duration | None = None,
         retry_on: type[BaseException] | tuple[type[BaseException], ...] | None = None,
         priority: int = 0,
+        encrypt: bool | None = None,
+        redact: Iterable[str] = (),
     ) -> None:
         self.app = app
         self.fn = fn
@@ -69,10 +72,36 @@ class Task(Generic[P, R]):
         self.timeout = None if timeout is None else seconds(timeout, "timeout", allow_zero=False)
         self.retry_on = _exception_types(retry_on, self.name)
         self.priority = check.integer(priority, "priority")
+        if isinstance(redact, str) or not all(isinstance(f, str) for f in redact):
+            raise ConfigurationError(f"task {self.name}: redact expects a list of field names")
+        # Payload fields hidden from readers, the console and logs (``conveyor.crypto``).
+        self.redact = tuple(redact)
+        # None: as the app says (``App(encrypt=...)``).
+        self._encrypt = encrypt
+        if encrypt:
+            crypto.required()
         self.is_async = inspect.iscoroutinefunction(fn)
         self.binding = Binding(fn, self.name)
         self.__doc__ = fn.__doc__
         self.__wrapped__ = fn
+
+    @property
+    def encrypt(self) -> bool:
+        """Whether its payloads and results are sealed (``conveyor.crypto``)."""
+        if self._encrypt is not None:
+            return self._encrypt
+        return bool(getattr(self.app, "encrypt", False))
+
+    def sealed(self, value: Any) -> Any:
+        """A result as stored: sealed when the task encrypts."""
+        return crypto.required().seal(value) if self.encrypt else value
+
+    def stored_payload(self, payload: Any) -> Any:
+        """A payload as stored: sealed when the task encrypts, else with the fields it
+        redacts listed."""
+        if self.encrypt:
+            return crypto.required().seal(payload)
+        return crypto.with_redaction(payload, self.redact)
 
     def __call__(self, ctx: Context, *args: P.args, **kwargs: P.kwargs) -> R:
         return self.fn(ctx, *args, **kwargs)
@@ -110,7 +139,7 @@ class Task(Generic[P, R]):
             items.append(
                 {
                     "task": self.name,
-                    "payload": self.binding.to_payload((), call),
+                    "payload": self.stored_payload(self.binding.to_payload((), call)),
                     "queue": self.queue,
                     "priority": self.priority,
                     "max_attempts": self.max_attempts,
@@ -135,7 +164,7 @@ class TaskCall(Generic[P]):
 
     def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> Job:
         task = self.task
-        payload = task.binding.to_payload(args, kwargs)
+        payload = task.stored_payload(task.binding.to_payload(args, kwargs))
         job = task.app.queue.enqueue(task.name, payload, **self.options)
         if task.app.immediate and self.options["conn"] is None:
             task.app.drain()

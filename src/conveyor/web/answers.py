@@ -22,6 +22,7 @@ from typing import Any
 
 from starlette.responses import Response
 
+from conveyor import crypto
 from conveyor.errors import InvalidArgument
 from conveyor.job import Job
 
@@ -43,9 +44,11 @@ def job_json(
     job: Job, *, holder: str | None = None, include: frozenset[str] = EVERYTHING
 ) -> dict[str, Any]:
     """A job as the API shows it: ``claim_id`` only to ``holder``, the claim it names."""
-    data = job.to_dict()
+    holds = bool(holder and job.claim_id and hmac.compare_digest(_raw(job.claim_id), _raw(holder)))
+    # Only the claim's holder (a worker) sees the fields its task redacts.
+    data = (job if holds else crypto.redacted(job)).to_dict()
     data["claim_ref"] = claim_ref(job.claim_id)
-    if not (holder and job.claim_id and hmac.compare_digest(_raw(job.claim_id), _raw(holder))):
+    if not holds:
         data["claim_id"] = None
     for field in INCLUDABLE:
         if field not in include:

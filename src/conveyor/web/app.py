@@ -21,11 +21,12 @@ from conveyor.web.auth import ENV_TOKENS, ENV_TOKENS_FILE, Role, Tokens, tokens_
 from conveyor.web.guard import Guard, SecurityHeaders
 from conveyor.web.limits import BodyLimits, Limits
 from conveyor.web.metrics import Metrics
-from conveyor.web.routes import admin, bulk, flow, jobs, ops, runtime, whoami, work
+from conveyor.web.routes import admin, bulk, flow, jobs, ops, runtime, whoami, work, workflows
 from conveyor.web.state import ServerState
+from conveyor.web.tracing import TraceContext
 
 log = logging.getLogger("conveyor.web")
-ROUTES = (jobs, work, runtime, admin, bulk, flow, ops, whoami)
+ROUTES = (jobs, work, runtime, admin, bulk, flow, ops, whoami, workflows)
 
 DESCRIPTION = """The conveyor job queue over HTTP: the same contract as the Python API.
 
@@ -49,18 +50,19 @@ def create_app(
     tokens: Mapping[str, Role | str] | None = None,
     limits: Limits | None = None,
     rescue_interval: float | None = None,
+    use_env: bool = True,
 ) -> FastAPI:
     """The API, the console (the dashboard), ``/metrics``, ``/healthz`` and ``/docs`` over one
     queue.
 
-    ``queue_or_url``: a ``Queue`` (left open when the app stops) or a database URL
-    (default: ``$CONVEYOR_DATABASE_URL``, else ``sqlite:///conveyor.db``), opened now and
-    closed with the app. ``tokens``: ``{token: role}``; by default read from
-    ``$CONVEYOR_TOKENS`` / ``$CONVEYOR_TOKENS_FILE``; an empty mapping turns auth off
-    (every caller is an admin, and only loopback ``Host`` names are answered: bind such
-    a server to loopback only). ``rescue_interval``: every so many seconds while the app
-    runs, jobs whose lease expired go back to pending (``conveyor serve`` does this; an
-    app of your own may leave it to its workers).
+    ``queue_or_url``: a ``Queue`` (left open when the app stops) or a database URL,
+    opened now and closed with the app; ``$CONVEYOR_DATABASE_URL`` beats the URL unless
+    ``use_env=False`` (the order of ``conveyor.connect``). ``tokens``: ``{token: role}``;
+    by default read from ``$CONVEYOR_TOKENS`` / ``$CONVEYOR_TOKENS_FILE``; an empty
+    mapping turns auth off (every caller is an admin, and only loopback ``Host`` names
+    are answered: bind such a server to loopback only). ``rescue_interval``: every so
+    many seconds while the app runs, jobs whose lease expired go back to pending
+    (``conveyor serve`` does this; an app of your own may leave it to its workers).
 
     Mounting (``outer.mount("/queue", create_app(queue))``, or serving behind a proxy
     with ``--root-path``) works under any path: routes match below the mount point, the
@@ -72,7 +74,11 @@ def create_app(
     if rescue_interval is not None and not rescue_interval > 0:
         raise ConfigurationError(f"rescue_interval: expected seconds > 0, got {rescue_interval}")
     owned = not isinstance(queue_or_url, Queue)
-    queue = queue_or_url if isinstance(queue_or_url, Queue) else conveyor.connect(queue_or_url)
+    queue = (
+        queue_or_url
+        if isinstance(queue_or_url, Queue)
+        else conveyor.connect(queue_or_url, use_env=use_env)
+    )
     state = ServerState(
         queue=queue, tokens=known, limits=limits or Limits(), metrics=Metrics(queue)
     )
@@ -105,6 +111,7 @@ def create_app(
     console.install(app)
     # Added last runs first: the guard sees the request's head before the body is read.
     app.add_middleware(BodyLimits, limits=state.limits)
+    app.add_middleware(TraceContext)
     roles = [role for module in ROUTES for role in module.router.roles]
     app.add_middleware(
         Guard, tokens=lambda: app.state.conveyor.tokens, roles=roles, backoff=state.backoff

@@ -27,6 +27,7 @@ from conveyor.ops.defaults import MAX_CLAIM, MAX_JOB_ID
 from conveyor.options import OPTIONS
 from conveyor.validation import INT32, MAX_KEY_LENGTH, MAX_NAME_LENGTH, NAME_PATTERN
 from conveyor.web.auth import Role
+from conveyor.workflow import MAX_STEPS
 
 TEN_YEARS = 10 * 365 * 86400.0
 MAX_BATCH = 10_000
@@ -502,3 +503,46 @@ class BulkOut(BaseModel):
 class WhoamiOut(BaseModel):
     role: Role
     auth: bool = Field(description="whether the server asks for tokens (false: everyone is admin)")
+
+
+# -- workflows ------------------------------------------------------------------------
+class StepItem(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    name: Name | None = Field(None, description="unique in the run (default: from the task)")
+    task: Name
+    payload: Any = None
+    after: Annotated[list[Name], Field(max_length=1000)] = Field(
+        default_factory=list, description="names of earlier steps this one runs after"
+    )
+    queue: Name | None = None
+    key: Key | None = None
+    priority: Int32 | None = Field(None, description="lower runs first")
+    run_at: When | None = Field(None, description="not before this time (with a UTC offset)")
+    max_attempts: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
+    group: Name | None = Field(None, description="its concurrency group")
+    on_dependency_failure: Literal["cancel", "run"] = Field(
+        "cancel", description="a step it runs after failed or was cancelled: cancel it, or run it"
+    )
+
+
+class WorkflowRequest(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    label: Annotated[str, Field(min_length=1, max_length=200)] = "workflow"
+    steps: Annotated[list[StepItem], Field(min_length=1, max_length=MAX_STEPS)]
+
+
+class WorkflowOut(BaseModel):
+    id: int
+    label: str
+    status: Literal["running", "completed", "failed", "cancelled"]
+    counts: dict[str, int]
+    total: int
+    created_at: str
+    jobs: list[JobOut] | None = None  # type: ignore[valid-type]
+    truncated: bool | None = None
+
+
+class WorkflowList(BaseModel):
+    workflows: list[WorkflowOut]

@@ -64,6 +64,9 @@ if TYPE_CHECKING:
 
 MAX_PREFETCH = 10_000
 MAX_AUTO_PREFETCH = 1_000  # the default prefetch's bound
+# A burst worker is a batch job: when its database (or server) keeps failing for this
+# long, it gives up instead of retrying forever as a long-running worker does.
+DEFAULT_BURST_GIVE_UP = 30.0
 
 
 class Worker:
@@ -76,7 +79,9 @@ class Worker:
     short tasks are claimed in large batches, long ones are not hoarded. Their leases
     are renewed while they wait, and a stop releases them at once. ``lease``:
     seconds a claim lasts without a heartbeat (renewed every ``lease / 3``). ``burst``:
-    return once no job is claimable and none is held. ``grace``: on stop, how long
+    return once no job is claimable and none is held; a burst worker whose claims keep
+    failing (a database or server that does not answer) for ``burst_give_up`` seconds
+    stops and raises ``DatabaseError``. ``grace``: on stop, how long
     running tasks may still finish before their jobs are released to ``pending``.
     ``retention``: prune final jobs (off by default). ``install_signals``:
     SIGTERM/SIGINT stop the worker (main thread only).
@@ -91,6 +96,7 @@ class Worker:
         prefetch: int | None = None,
         lease: Duration = DEFAULT_LEASE,
         burst: bool = False,
+        burst_give_up: Duration = DEFAULT_BURST_GIVE_UP,
         grace: Duration = DEFAULT_GRACE,
         poll_interval: Duration | None = None,
         heartbeat_interval: Duration | None = None,
@@ -120,6 +126,7 @@ class Worker:
             rescue=rescue_interval,
         )
         self.burst = burst
+        self.burst_give_up = positive(burst_give_up, "burst_give_up")
         self.retention = retention
         if retention is not None:
             retention.ages()  # a bad duration is refused now, not in a background thread
@@ -219,6 +226,7 @@ class Worker:
     # -- 1. the claim loop ----------------------------------------------------------
     def _claim_loop(self, q: Queue) -> None:
         failures = 0  # database errors in a row
+        failing_since = 0.0
         while not self._stopping.is_set():
             room = self._room()
             if room <= 0:
@@ -234,6 +242,13 @@ class Worker:
                 self._wakeup.found_work()
             if error is not None:
                 failures += 1
+                now = time.monotonic()
+                failing_since = now if failures == 1 else failing_since
+                if self.burst and now - failing_since >= self.burst_give_up:
+                    raise DatabaseError(
+                        f"burst worker: giving up after {now - failing_since:.0f}s of failed "
+                        f"claims: {one_line(error)}"
+                    )
                 delay = db_retry_delay(failures)
                 log.warning("claim failed (%s); retrying in %.2fs", one_line(error), delay)
                 self._stopping.wait(delay)
@@ -376,7 +391,11 @@ class Worker:
             self.stats.add(uncertain=len(refused))
         else:
             self.stats.add(stale_refused=len(refused))
+            cancelled = self._cancelled([o.job.id for o in refused])
             for o in refused:
+                if o.job.id in cancelled:  # a deliberate cancel: its ending is not owed
+                    log.info("job %d was cancelled while it ran; its ending is dropped", o.job.id)
+                    continue
                 log.warning(
                     "refused stale write: job %d (this worker's claim no longer holds it)",
                     o.job.id,
@@ -409,11 +428,28 @@ class Worker:
         self.stats.add(leases_lost=len(lost))
         # Claim ids are secrets of their holders: never in a reason or a log line.
         reason = "claim lost: the lease expired, the job was cancelled, or its claim reset"
+        cancelled = self._cancelled([held.job.id for held in lost])
         for held in lost:
-            log.warning("job %d: %s", held.job.id, reason)
+            if held.job.id in cancelled:  # asked for: no cause for alarm
+                log.info("job %d: cancelled while it ran; stopping it", held.job.id)
+            else:
+                log.warning("job %d: %s", held.job.id, reason)
             held.ctx.mark_lost(reason)
             if held.cancel is not None:
                 held.cancel()
+
+    def _cancelled(self, job_ids: list[int]) -> set[int]:
+        """Which of ``job_ids`` were cancelled: their refused endings and lost claims
+        are what a cancel means, not a fault (a lookup that fails says none were)."""
+        found: set[int] = set()
+        for job_id in job_ids:
+            try:
+                job = self.app.queue.get(job_id)
+            except ConveyorError:
+                return found
+            if job is not None and job.status == Status.CANCELLED:
+                found.add(job_id)
+        return found
 
     def _overdue(self, held: Held) -> None:
         task = self.app.get_task(held.job.task)

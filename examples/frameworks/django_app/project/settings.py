@@ -1,5 +1,5 @@
 """Settings of the example shop: one database (``$DATABASE_URL``) holds the shop's
-tables and conveyor's queue, so an order and its receipt job commit together."""
+tables and conveyor's queue, so an order and its receipt task commit together."""
 
 from __future__ import annotations
 
@@ -20,9 +20,19 @@ INSTALLED_APPS = [
     "conveyor.integrations.django",  # python manage.py conveyor_worker
     "shop",
 ]
+try:
+    import django.tasks  # noqa: F401  (Django 6)
+except ImportError:
+    INSTALLED_APPS.append("django_tasks")  # the backport, Django 4.2 to 5.x
 
-# The queue lives in Django's default database; the worker runs shop.tasks.app.
-CONVEYOR = {"APP": "shop.tasks:app"}
+# Django's tasks live in conveyor's queue, in Django's default database (the same one:
+# a task enqueued inside transaction.atomic() commits or rolls back with it).
+TASKS = {
+    "default": {
+        "BACKEND": "conveyor.integrations.django.tasks.ConveyorBackend",
+        "QUEUES": ["default", "stock"],
+    }
+}
 
 
 def _database(url: str) -> dict[str, object]:

@@ -12,3 +12,5 @@ class Order(models.Model):
     item = models.ForeignKey(Item, on_delete=models.PROTECT)
     quantity = models.PositiveIntegerField()
     receipt_sent = models.BooleanField(default=False)
+    # The id of the receipt task's result (TaskResult.id).
+    receipt_job = models.CharField(max_length=32, blank=True, default="")

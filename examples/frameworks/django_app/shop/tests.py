@@ -5,16 +5,17 @@ commit or roll back, and the queue's own connections see the outcome."""
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from typing import Any
 
 from django.core.management import call_command
 from django.db import transaction
 from django.test import TransactionTestCase
+from django.utils import timezone
 
 from conveyor.integrations import django as conveyor_django
 from shop.models import Item, Order
-from shop.tasks import send_receipt
-from shop.views import receipt_key
+from shop.tasks import audit, send_receipt, weigh
 
 
 class Rollback(Exception):
@@ -41,31 +42,39 @@ class OrdersTest(TransactionTestCase):
         response = self.client.post(path, body, content_type="application/json")
         return response.status_code, response.json()
 
-    def test_an_order_and_its_receipt_job_commit_together(self) -> None:
+    def test_an_order_and_its_receipt_task_commit_together(self) -> None:
         status, body = self.order(2)
         self.assertEqual(status, 201)
         job = self.queue.get(int(body["receipt_job"]))
         assert job is not None
-        self.assertEqual((job.task, job.payload, job.status), (
-            "shop.send_receipt", {"order_id": body["order"]}, "pending"))  # fmt: skip
+        self.assertEqual(
+            (job.task, job.payload, job.status, job.priority),
+            ("shop.tasks.send_receipt", {"args": [body["order"]], "kwargs": {}}, "pending", -10),
+        )
+        result = send_receipt.get_result(body["receipt_job"])
+        self.assertEqual((str(result.status), result.args), ("READY", [body["order"]]))
 
-    def test_a_refused_order_leaves_neither_order_nor_job(self) -> None:
-        status, _ = self.order(5)  # only 3 in stock: refused after the job was enqueued
+    def test_the_first_order_opens_the_queue_inside_its_transaction(self) -> None:
+        conveyor_django.close()  # as in a fresh server process: nothing opened yet
+        status, body = self.order(1)
+        self.assertEqual(status, 201, body)
+        self.assertEqual(Order.objects.get(id=body["order"]).receipt_job, body["receipt_job"])
+
+    def test_a_refused_order_leaves_neither_order_nor_task(self) -> None:
+        status, _ = self.order(5)  # only 3 in stock: refused after the task was enqueued
         self.assertEqual(status, 409)
         self.assertEqual(Order.objects.count(), 0)
         self.assertEqual(self.queue.stats().total, 0)
 
-    def test_a_rolled_back_atomic_block_takes_its_job_with_it(self) -> None:
+    def test_a_rolled_back_atomic_block_takes_its_task_with_it(self) -> None:
         with self.assertRaises(Rollback), transaction.atomic():
             order = Order.objects.create(item=self.tea, quantity=1)
-            send_receipt.enqueue(
-                order_id=order.id, key="rolled-back", conn=conveyor_django.db_connection()
-            )
-            # Inside the transaction the job is there, for this connection only.
-            self.assertIsNone(self.queue.latest("rolled-back"))
+            result = send_receipt.enqueue(order.id)
+            # Inside the transaction the job is there, for Django's connection only.
+            self.assertIsNone(self.queue.get(int(result.id)))
             raise Rollback
         self.assertEqual(Order.objects.count(), 0)
-        self.assertIsNone(self.queue.latest("rolled-back"))
+        self.assertIsNone(self.queue.get(int(result.id)))
         self.assertEqual(self.queue.stats().total, 0)
 
     def test_on_commit_enqueues_only_once_committed(self) -> None:
@@ -75,9 +84,9 @@ class OrdersTest(TransactionTestCase):
         status, body = self.order(1, "/orders/on-commit")
         self.assertEqual(status, 201)
         order = Order.objects.get(id=body["order"])
-        job = self.queue.latest(receipt_key(order))
+        job = self.queue.get(int(order.receipt_job))
         assert job is not None
-        self.assertEqual(job.payload, {"order_id": order.id})
+        self.assertEqual(job.payload, {"args": [order.id], "kwargs": {}})
 
     def test_the_worker_command_sends_the_receipts(self) -> None:
         _, first = self.order(1)
@@ -87,4 +96,25 @@ class OrdersTest(TransactionTestCase):
         for body in (first, second):
             shown = self.client.get(f"/orders/{body['order']}").json()
             self.assertEqual(shown, {"order": body["order"], "receipt_sent": True,
-                                     "receipt_job": "completed"})  # fmt: skip
+                                     "receipt_job": "SUCCESSFUL"})  # fmt: skip
+            result = send_receipt.get_result(body["receipt_job"])
+            self.assertEqual(result.return_value, {"orders": 1})
+
+    def test_results_show_status_return_value_and_errors(self) -> None:
+        counted = weigh.enqueue([250, 500])
+        failed = audit.enqueue("tea")
+        later = weigh.using(run_after=timezone.now() + timedelta(hours=1)).enqueue([1])
+        self.assertEqual(str(counted.status), "READY")
+        call_command("conveyor_worker", burst=True, concurrency=2)
+        counted.refresh()
+        self.assertEqual(str(counted.status), "SUCCESSFUL")
+        self.assertEqual(counted.return_value, {"total": 750, "attempt": 1})
+        self.assertEqual(counted.attempts, 1)
+        self.assertIsNotNone(counted.finished_at)
+        failed.refresh()
+        self.assertEqual(str(failed.status), "FAILED")
+        (error,) = failed.errors
+        self.assertEqual(error.exception_class_path, "shop.tasks.AuditFailed")
+        self.assertIn("do not balance", error.traceback)
+        later.refresh()
+        self.assertEqual(str(later.status), "READY")  # not before its run_after

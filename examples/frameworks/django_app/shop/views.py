@@ -1,4 +1,4 @@
-"""Placing an order: the order, the stock it takes and its receipt job commit together,
+"""Placing an order: the order, the stock it takes and its receipt task commit together,
 or none of them does."""
 
 from __future__ import annotations
@@ -13,17 +13,12 @@ from django.shortcuts import get_object_or_404
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
-from conveyor.integrations.django import db_connection, queue
 from shop.models import Item, Order
 from shop.tasks import send_receipt
 
 
 class OutOfStock(Exception):
     pass
-
-
-def receipt_key(order: Order) -> str:
-    return f"receipt:{order.id}"
 
 
 def _order(body: bytes) -> tuple[Item, int]:
@@ -41,33 +36,37 @@ def _take_stock(item: Item, quantity: int) -> None:
 @csrf_exempt
 @require_POST
 def place_order(request: HttpRequest) -> JsonResponse:
-    """Enqueue inside the transaction, on Django's own connection (``conn=``): when the
-    stock runs out after the job was enqueued, the rollback takes the job with it."""
+    """Enqueue inside the transaction: the queue shares Django's database, so the task
+    is written on Django's own connection, and when the stock runs out after it was
+    enqueued, the rollback takes it with it."""
     item, quantity = _order(request.body)
     try:
         with transaction.atomic():
             order = Order.objects.create(item=item, quantity=quantity)
-            job = send_receipt.enqueue(
-                order_id=order.id, key=receipt_key(order), conn=db_connection()
-            )
+            result = send_receipt.enqueue(order.id)
+            order.receipt_job = result.id
+            order.save(update_fields=["receipt_job"])
             _take_stock(item, quantity)
     except OutOfStock:
         return JsonResponse({"error": f"not enough {item.name} in stock"}, status=409)
-    return JsonResponse({"order": order.id, "receipt_job": job.id}, status=201)
+    return JsonResponse({"order": order.id, "receipt_job": result.id}, status=201)
+
+
+def _send_receipt_of(order: Order) -> None:
+    order.receipt_job = send_receipt.enqueue(order.id).id
+    order.save(update_fields=["receipt_job"])
 
 
 @csrf_exempt
 @require_POST
 def place_order_on_commit(request: HttpRequest) -> JsonResponse:
-    """The other way: enqueue once the transaction has committed (the queue's own
-    connection; a crash between the commit and the enqueue loses the job)."""
+    """The other way: enqueue once the transaction has committed (a crash between the
+    commit and the enqueue loses the task)."""
     item, quantity = _order(request.body)
     try:
         with transaction.atomic():
             order = Order.objects.create(item=item, quantity=quantity)
-            transaction.on_commit(
-                lambda: send_receipt.enqueue(order_id=order.id, key=receipt_key(order))
-            )
+            transaction.on_commit(lambda: _send_receipt_of(order))
             _take_stock(item, quantity)
     except OutOfStock:
         return JsonResponse({"error": f"not enough {item.name} in stock"}, status=409)
@@ -77,11 +76,11 @@ def place_order_on_commit(request: HttpRequest) -> JsonResponse:
 @require_GET
 def show_order(request: HttpRequest, order_id: int) -> JsonResponse:
     order = get_object_or_404(Order, id=order_id)
-    receipt = queue().latest(receipt_key(order))
+    receipt = send_receipt.get_result(order.receipt_job) if order.receipt_job else None
     return JsonResponse(
         {
             "order": order.id,
             "receipt_sent": order.receipt_sent,
-            "receipt_job": None if receipt is None else receipt.status,
+            "receipt_job": None if receipt is None else str(receipt.status),
         }
     )

@@ -45,13 +45,22 @@ _lock = threading.Lock()
 _queues: dict[str, Queue] = {}
 
 
-def queue() -> Queue:
-    """The project's queue, opened (and its schema brought up to date) on first use and
-    shared by every thread of the process."""
-    url = settings().url()
+def queue(url: str | None = None) -> Queue:
+    """The project's queue (or the one at ``url``), opened on first use and shared by
+    every thread of the process. Its schema is brought up to date only when it is not:
+    checking takes no lock, so a first use inside ``transaction.atomic()`` on SQLite
+    never waits for the write lock that the transaction itself holds."""
+    url = url or settings().url()
     with _lock:
         if url not in _queues:  # (a test run switches to its test database)
-            _queues[url] = conveyor.connect(url)
+            opened = conveyor.connect(url, migrate=False)
+            try:
+                if opened.schema_version() < opened.latest_schema_version:
+                    opened.migrate()
+            except BaseException:
+                opened.close()
+                raise
+            _queues[url] = opened
         return _queues[url]
 
 

@@ -56,7 +56,12 @@ def workers(state: State) -> dict[str, Any]:
 
 @route(router, "schedules")
 def schedules(state: State) -> dict[str, Any]:
-    return {"schedules": to_json(state.queue.schedules())}
+    # last_run: the slot last enqueued, null while the schedule has never run.
+    return {
+        "schedules": [
+            {**to_json(s), "last_run": to_json(s.last_run)} for s in state.queue.schedules()
+        ]
+    }
 
 
 @route(router, "throughput")

@@ -39,3 +39,21 @@ RETURNING id, queue;
 DELETE FROM {schema}.conveyor_jobs
 WHERE status IN (SELECT jsonb_array_elements_text(:statuses::jsonb))
   AND finished_at <= now() - make_interval(secs => :older_than_s);
+
+-- name: sealed_jobs
+-- Jobs whose payload or result is encrypted (conveyor.crypto), by id, after :after.
+SELECT id, payload, result FROM {schema}.conveyor_jobs
+WHERE id > :after
+  AND (strpos(payload::text, :marker) > 0 OR strpos(result::text, :marker) > 0)
+ORDER BY id
+LIMIT :limit;
+
+-- name: reseal_payload
+-- The payload sealed again (conveyor reencrypt), if it is still what was read.
+UPDATE {schema}.conveyor_jobs SET payload = :new::jsonb
+WHERE id = :id AND payload = :old::jsonb;
+
+-- name: reseal_result
+-- The result sealed again (conveyor reencrypt), if it is still what was read.
+UPDATE {schema}.conveyor_jobs SET result = :new::jsonb
+WHERE id = :id AND result = :old::jsonb;

@@ -6,24 +6,25 @@
 -- Returns what the database decided; the caller knows the rest of the new job.
 INSERT INTO {schema}.conveyor_jobs
     (queue, task, payload, key, priority, run_at, max_attempts, job_group, depends_on,
-     waiting_for, created_at, updated_at)
+     waiting_for, trace_context, created_at, updated_at)
 VALUES
     (:queue, :task, :payload::jsonb, :key, :priority, coalesce(:run_at::timestamptz, now()),
      :max_attempts, :job_group, :depends_on::jsonb, coalesce(:waiting_for::integer, 0),
-     now(), now())
+     :trace_context, now(), now())
 ON CONFLICT (queue, key) WHERE key IS NOT NULL AND status IN ('pending', 'running')
 DO NOTHING
 RETURNING id, run_at, created_at;
 
 -- name: insert_jobs
 -- Many jobs without keys or dependencies in one statement. :items is a JSON array of
--- rows, each [queue, task, payload, priority, run_at, max_attempts, job_group].
+-- rows, each [queue, task, payload, priority, run_at, max_attempts, job_group,
+-- trace_context].
 INSERT INTO {schema}.conveyor_jobs
-    (queue, task, payload, key, priority, run_at, max_attempts, job_group, created_at,
-     updated_at)
+    (queue, task, payload, key, priority, run_at, max_attempts, job_group, trace_context,
+     created_at, updated_at)
 SELECT e.value ->> 0, e.value ->> 1, (e.value ->> 2)::jsonb, NULL,
        (e.value ->> 3)::integer, coalesce((e.value ->> 4)::timestamptz, now()),
-       (e.value ->> 5)::integer, e.value ->> 6, now(), now()
+       (e.value ->> 5)::integer, e.value ->> 6, e.value ->> 7, now(), now()
 FROM jsonb_array_elements(:items::jsonb) WITH ORDINALITY AS e(value, ord)
 ORDER BY e.ord
 RETURNING id, run_at, created_at;
@@ -31,11 +32,11 @@ RETURNING id, run_at, created_at;
 -- name: insert_job_ids
 -- The same, returning only the new ids (bulk loads that need no Job objects).
 INSERT INTO {schema}.conveyor_jobs
-    (queue, task, payload, key, priority, run_at, max_attempts, job_group, created_at,
-     updated_at)
+    (queue, task, payload, key, priority, run_at, max_attempts, job_group, trace_context,
+     created_at, updated_at)
 SELECT e.value ->> 0, e.value ->> 1, (e.value ->> 2)::jsonb, NULL,
        (e.value ->> 3)::integer, coalesce((e.value ->> 4)::timestamptz, now()),
-       (e.value ->> 5)::integer, e.value ->> 6, now(), now()
+       (e.value ->> 5)::integer, e.value ->> 6, e.value ->> 7, now(), now()
 FROM jsonb_array_elements(:items::jsonb) WITH ORDINALITY AS e(value, ord)
 ORDER BY e.ord
 RETURNING id;

@@ -5,23 +5,24 @@
 -- Returns what the database decided; the caller knows the rest of the new job.
 INSERT INTO conveyor_jobs
     (queue, task, payload, key, priority, run_at, max_attempts, job_group, depends_on,
-     waiting_for, created_at, updated_at)
+     waiting_for, trace_context, created_at, updated_at)
 VALUES
     (:queue, :task, :payload, :key, :priority, coalesce(:run_at, {now}), :max_attempts,
-     :job_group, :depends_on, :waiting_for, {now}, {now})
+     :job_group, :depends_on, :waiting_for, :trace_context, {now}, {now})
 ON CONFLICT (queue, key) WHERE key IS NOT NULL AND status IN ('pending', 'running')
 DO NOTHING
 RETURNING id, run_at, created_at;
 
 -- name: insert_jobs
 -- Many jobs without keys or dependencies in one statement. :items is a JSON array of
--- rows, each [queue, task, payload, priority, run_at, max_attempts, job_group]: by
+-- rows, each [queue, task, payload, priority, run_at, max_attempts, job_group,
+-- trace_context]: by
 -- position, which reads faster than by name (each ->> parses the row again).
 INSERT INTO conveyor_jobs
-    (queue, task, payload, key, priority, run_at, max_attempts, job_group, created_at,
-     updated_at)
+    (queue, task, payload, key, priority, run_at, max_attempts, job_group, trace_context,
+     created_at, updated_at)
 SELECT value ->> 0, value ->> 1, value ->> 2, NULL, value ->> 3,
-       coalesce(value ->> 4, {now}), value ->> 5, value ->> 6, {now}, {now}
+       coalesce(value ->> 4, {now}), value ->> 5, value ->> 6, value ->> 7, {now}, {now}
 FROM json_each(:items)
 ORDER BY json_each.key
 RETURNING id, run_at, created_at;
@@ -29,10 +30,10 @@ RETURNING id, run_at, created_at;
 -- name: insert_job_ids
 -- The same, returning only the new ids (bulk loads that need no Job objects).
 INSERT INTO conveyor_jobs
-    (queue, task, payload, key, priority, run_at, max_attempts, job_group, created_at,
-     updated_at)
+    (queue, task, payload, key, priority, run_at, max_attempts, job_group, trace_context,
+     created_at, updated_at)
 SELECT value ->> 0, value ->> 1, value ->> 2, NULL, value ->> 3,
-       coalesce(value ->> 4, {now}), value ->> 5, value ->> 6, {now}, {now}
+       coalesce(value ->> 4, {now}), value ->> 5, value ->> 6, value ->> 7, {now}, {now}
 FROM json_each(:items)
 ORDER BY json_each.key
 RETURNING id;

@@ -49,7 +49,7 @@ export function mount(main) {
               h("td", {}, h("a", { href: page("jobs", { queue: s.queue, task: s.task }) }, s.task)),
               h("td", {}, s.queue),
               h("td", {}, h("code", {}, s.spec)),
-              h("td", {}, agoNode(s.last_slot)),
+              h("td", {}, s.last_run ? agoNode(s.last_run) : "never"),
               h("td", {}, agoNode(s.next_slot)),
             ),
           )

@@ -44,22 +44,41 @@ class Command(BaseCommand):
 
     def _run(self, options: dict[str, Any]) -> Any:
         spec = options["app"] or settings().app
-        if not spec:
-            raise CommandError("no tasks to run: set CONVEYOR['APP'] = 'module:app' or --app")
-        app: App = load_app(spec)
+        app: App = load_app(spec) if spec else DjangoApp()
         if not isinstance(app, DjangoApp):
             app.bind(queue())  # a plain conveyor.App works on the project's queue too
+        # Django's own tasks (settings.TASKS with conveyor's backend) run beside them.
+        django_queues = _django_tasks(app)
+        if not app.tasks:
+            raise CommandError(
+                "no tasks to run: set CONVEYOR['APP'] = 'module:app' or --app, or define "
+                "tasks for conveyor's django.tasks backend"
+            )
         # As around a request: no connection that went stale or broken is reused. (An
         # async task reaches the ORM through sync_to_async, on threads Django manages.)
         run_tasks_inside(app, _fresh_connections, sync_only=True)
         names = [n.strip() for n in (options["queues"] or "").split(",") if n.strip()]
+        watched = names or list(dict.fromkeys([*app.queues, *django_queues]))
         return app.run_worker(
-            queues=names or None,
+            queues=watched,
             concurrency=options["concurrency"],
             lease=options["lease"],
             grace=options["grace"],
             burst=options["burst"],
         )
+
+
+def _django_tasks(app: App) -> list[str]:
+    """Add the project's Django tasks to ``app`` when ``settings.TASKS`` uses conveyor's
+    backend; answers the queues that backend accepts."""
+    from django.conf import settings as django_settings
+
+    backends = getattr(django_settings, "TASKS", None) or {}
+    if not any(str(b.get("BACKEND", "")).startswith("conveyor.") for b in backends.values()):
+        return []
+    from conveyor.integrations.django.tasks import add_tasks
+
+    return add_tasks(app)
 
 
 @contextmanager

@@ -1,0 +1,500 @@
+"""Drains in worker processes: every system with the same number of processes.
+
+Each run starts from a database of its own holding ``n`` pending no-op jobs (filled
+without being timed, then ``os.sync()`` so the fill's dirty pages are not written back
+during the drain), starts N worker processes of the system as its users run it (its own
+CLI or consumer at its defaults), and waits until every job ran. Every job appends one
+line to its process's log (``benchmarks.drain_apps.log_job``); the logs prove exactly
+once and give the span from the first job to the last, which leaves every worker's
+start-up and shutdown out. Afterwards the database must agree (every job completed).
+
+Systems, per database (``SYSTEMS``):
+
+- the **floor** queue (``benchmarks.floor_queue``): claim 100 + acknowledge the previous
+  batch in one transaction; on SQLite, PostgreSQL and MariaDB;
+- **conveyor**: ``conveyor worker --burst`` at its defaults (10 threads); a conveyor entry
+  for MariaDB is added by itself once ``conveyor.connect`` takes ``mysql://`` URLs;
+- huey: one ``huey_consumer -k process -w N`` (N worker processes);
+- litequeue: N processes of its documented ``pop()`` / ``done()`` loop (it has no
+  consumer); persist-queue: the same with ``get()`` / ``ack()``, but in one process
+  only: it is not safe across processes (two processes can get the same item);
+- procrastinate: N ``procrastinate worker --one-shot`` processes (default concurrency 1),
+  and a tuned row at ``--concurrency 10``;
+- pgqueuer: N processes of what ``pgq run --mode drain`` runs (its command line fails on
+  its own log-level option in this version; ``benchmarks.peer_loops.pgqueuer_run``) at
+  its default ``--batch-size 10``, and a tuned row at ``--batch-size 100``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from benchmarks.harness import Figure, pg_database, sqlite_dir
+from conveyor.cli.bench import VerificationFailed, verify_once
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+MARIADB_URL = os.environ.get("CONVEYOR_BENCH_MARIADB_URL", "mysql://root@127.0.0.1:3306/test")
+QUEUE = "bench"
+TIMEOUT = 600.0
+
+
+@dataclass
+class Run:
+    """One drain in progress: its database, its log folder, its job count."""
+
+    db: str
+    logs: Path
+    n: int
+    processes: int
+
+
+@dataclass
+class DrainSystem:
+    name: str
+    backend: str
+    fill: Callable[[Run], None]
+    argv: Callable[[Run], list[list[str]]]  # one command line per process to start
+    check: Callable[[Run], None]  # the database agrees that every job completed
+    stops_itself: bool = True  # else stopped (SIGINT, graceful) once every job has run
+    processes: int | None = None  # fixed: the system is not safe with more
+    note: str = ""
+
+
+# -- fresh databases ------------------------------------------------------------------------
+@contextlib.contextmanager
+def fresh_database(backend: str, workdir: Path, pg_url: str, mariadb_url: str) -> Iterator[str]:
+    if backend == "sqlite":
+        with sqlite_dir(str(workdir)) as folder:
+            yield str(folder / "drain.db")
+    elif backend == "postgresql":
+        with pg_database(pg_url) as url:
+            yield url
+    else:
+        with mariadb_database(mariadb_url) as url:
+            yield url
+
+
+@contextlib.contextmanager
+def mariadb_database(url: str) -> Iterator[str]:
+    """A new, empty MariaDB database on the server of ``url``; dropped afterwards."""
+    from benchmarks.floor_queue import mariadb_connect
+
+    name = f"conveyor_bench_{uuid.uuid4().hex[:10]}"
+    admin = mariadb_connect(url)
+    admin.cursor().execute(f"CREATE DATABASE `{name}`")
+    base = url.rsplit("/", 1)[0]
+    try:
+        yield f"{base}/{name}"
+    finally:
+        admin.ping(reconnect=True)
+        admin.cursor().execute(f"DROP DATABASE IF EXISTS `{name}`")
+        admin.close()
+
+
+def mariadb_available(url: str = MARIADB_URL) -> str | None:
+    try:
+        from benchmarks.floor_queue import mariadb_connect
+
+        mariadb_connect(url).close()
+    except Exception as exc:
+        return f"MariaDB at {url} is unreachable: {exc}"
+    return None
+
+
+def mariadb_durability(url: str = MARIADB_URL) -> dict[str, str]:
+    from benchmarks.floor_queue import mariadb_connect
+
+    conn = mariadb_connect(url)
+    cur = conn.cursor()
+    out = {}
+    for name in ("version", "innodb_flush_log_at_trx_commit", "sync_binlog", "log_bin"):
+        cur.execute("SHOW VARIABLES LIKE %s", (name,))
+        row = cur.fetchone()
+        out[name] = str(row[1]) if row else "?"
+    conn.close()
+    return out
+
+
+# -- the systems ----------------------------------------------------------------------------
+def _py(*args: str) -> list[str]:
+    return [sys.executable, *args]
+
+
+def _floor(backend: str) -> DrainSystem:
+    from benchmarks import floor_queue
+
+    def check(run: Run) -> None:
+        done, other = floor_queue.done_count(backend, run.db)
+        if (done, other) != (run.n, 0):
+            raise VerificationFailed(f"floor queue: {done} done and {other} not, of {run.n}")
+
+    return DrainSystem(
+        "floor queue", backend,
+        fill=lambda run: floor_queue.create_and_fill(backend, run.db, run.n),
+        argv=lambda run: [_py("-m", "benchmarks.floor_queue", backend, run.db)] * run.processes,
+        check=check,
+    )  # fmt: skip
+
+
+def conveyor_url(backend: str, db: str) -> str:
+    return f"sqlite:///{db}" if backend == "sqlite" else db
+
+
+def _conveyor(backend: str, *, clocked: bool = False) -> DrainSystem:
+    import conveyor
+    from conveyor.cli.bench import enqueue_bulk
+
+    def fill(run: Run) -> None:
+        with conveyor.connect(conveyor_url(backend, run.db)) as q:
+            enqueue_bulk(q, run.n, queue=QUEUE)
+
+    def argv(run: Run) -> list[list[str]]:
+        head = (
+            _py("-m", "benchmarks.lockclock", "-m", "conveyor")
+            if clocked
+            else _py("-m", "conveyor")
+        )
+        app = "benchmarks.drain_apps:conveyor_app"
+        url = conveyor_url(backend, run.db)
+        cmd = [*head, "worker", "--app", app, "--db", url, "--burst", "--log-level", "warning"]
+        return [cmd] * run.processes
+
+    def check(run: Run) -> None:
+        with conveyor.connect(conveyor_url(backend, run.db)) as q:
+            stats = q.stats(QUEUE)
+        if stats.completed != run.n or stats.pending or stats.running or stats.failed:
+            raise VerificationFailed(
+                f"conveyor worker drain: expected {run.n} completed, got {stats}"
+            )
+
+    return DrainSystem("conveyor worker", backend, fill, argv, check)
+
+
+def _conveyor_speaks(scheme: str) -> bool:
+    """Whether this conveyor takes ``scheme://`` URLs (MariaDB is being added)."""
+    try:
+        from conveyor.config import parse_url
+
+        parse_url(f"{scheme}://root@127.0.0.1:3306/test")
+    except Exception:
+        return False
+    return True
+
+
+def _huey() -> DrainSystem:
+    def fill(run: Run) -> None:
+        os.environ["BENCH_DB"] = run.db
+        from benchmarks import drain_apps
+
+        huey = drain_apps._huey_app()
+        huey.storage.conn.execute("PRAGMA synchronous = OFF")  # the fill is not measured
+        for i in range(run.n):
+            huey.bench_noop(i)
+        huey.storage.close()
+
+    def argv(run: Run) -> list[list[str]]:
+        return [[str(BIN / "huey_consumer"), "benchmarks.drain_apps.huey_app",
+                 "-w", str(run.processes), "-k", "process", "-q"]]  # fmt: skip
+
+    def check(run: Run) -> None:
+        import sqlite3
+
+        left = sqlite3.connect(run.db).execute("SELECT count(*) FROM task").fetchone()[0]
+        if left:
+            raise VerificationFailed(f"huey drain: {left} tasks left")
+
+    return DrainSystem("huey", "sqlite", fill, argv, check, stops_itself=False,
+                       note="one huey_consumer -k process -w N")  # fmt: skip
+
+
+def _litequeue() -> DrainSystem:
+    def fill(run: Run) -> None:
+        from litequeue import LiteQueue  # type: ignore[import-untyped]
+
+        q = LiteQueue(run.db)
+        with q.transaction(mode="IMMEDIATE"):
+            for i in range(run.n):
+                q.put(json.dumps({"i": i}))
+        q.close()
+
+    def check(run: Run) -> None:
+        import sqlite3
+
+        rows = sqlite3.connect(run.db).execute(
+            "SELECT count(*) FROM Queue WHERE status <> 2").fetchone()[0]  # fmt: skip
+        if rows:
+            raise VerificationFailed(f"litequeue drain: {rows} messages not done")
+
+    return DrainSystem(
+        "litequeue", "sqlite", fill,
+        argv=lambda run: [_py("-m", "benchmarks.peer_loops", "litequeue", run.db)] * run.processes,
+        check=check, note="its pop()/done() loop in N processes",
+    )  # fmt: skip
+
+
+def _persistqueue() -> DrainSystem:
+    def fill(run: Run) -> None:
+        from persistqueue import SQLiteAckQueue
+
+        q = SQLiteAckQueue(run.db)
+        q._putter.execute("PRAGMA synchronous = OFF")  # the fill is not measured
+        for i in range(run.n):
+            q.put({"i": i})
+        q.close()
+
+    def check(run: Run) -> None:
+        from persistqueue import SQLiteAckQueue
+
+        q = SQLiteAckQueue(run.db)
+        left = q.qsize()
+        q.close()
+        if left:
+            raise VerificationFailed(f"persist-queue drain: {left} items left")
+
+    return DrainSystem(
+        "persist-queue", "sqlite", fill,
+        argv=lambda run: [_py("-m", "benchmarks.peer_loops", "persist-queue", run.db)],
+        check=check, processes=1,
+        note="its get()/ack() loop in 1 process: it is not safe across processes",
+    )  # fmt: skip
+
+
+def _procrastinate(concurrency: int = 1) -> DrainSystem:
+    def fill(run: Run) -> None:
+        import asyncio
+
+        import procrastinate
+
+        app = procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=run.db))
+
+        @app.task(name="noop", queue=QUEUE)
+        def noop(i: int) -> None: ...
+
+        async def go() -> None:
+            async with app.open_async():
+                await app.schema_manager.apply_schema_async()
+                for start in range(0, run.n, 1000):
+                    await noop.batch_defer_async(
+                        *({"i": i} for i in range(start, min(run.n, start + 1000)))
+                    )
+
+        asyncio.run(go())
+
+    def argv(run: Run) -> list[list[str]]:
+        app = "benchmarks.drain_apps.procrastinate_app"
+        cmd = [str(BIN / "procrastinate"), "--app", app, "worker", "--queues", QUEUE,
+               "--one-shot", "--concurrency", str(concurrency)]  # fmt: skip
+        return [cmd] * run.processes
+
+    def check(run: Run) -> None:
+        import psycopg
+
+        with psycopg.connect(run.db) as conn:
+            row = conn.execute("SELECT count(*) FILTER (WHERE status = 'succeeded'),"
+                               " count(*) FROM procrastinate_jobs").fetchone()  # fmt: skip
+        if row is None or row[0] != run.n or row[1] != run.n:
+            raise VerificationFailed(f"procrastinate drain: {row} of {run.n} succeeded")
+
+    name = "procrastinate" if concurrency == 1 else f"procrastinate (concurrency={concurrency})"
+    return DrainSystem(name, "postgresql", fill, argv, check)
+
+
+def _pgqueuer(batch_size: int = 10) -> DrainSystem:
+    def fill(run: Run) -> None:
+        import asyncio
+
+        import psycopg
+        from pgqueuer.db import PsycopgDriver
+        from pgqueuer.queries import Queries
+
+        async def go() -> None:
+            conn = await psycopg.AsyncConnection.connect(run.db, autocommit=True)
+            queries = Queries(PsycopgDriver(conn))
+            await queries.install()
+            for start in range(0, run.n, 1000):
+                count = min(run.n, start + 1000) - start
+                payloads = [json.dumps({"i": i}).encode() for i in range(start, start + count)]
+                await queries.enqueue(["noop"] * count, payloads, [0] * count)
+            await conn.close()
+
+        asyncio.run(go())
+
+    def argv(run: Run) -> list[list[str]]:
+        cmd = _py("-m", "benchmarks.peer_loops", "pgqueuer",
+                  "benchmarks.drain_apps:pgqueuer_factory", str(batch_size))  # fmt: skip
+        return [cmd] * run.processes
+
+    def check(run: Run) -> None:
+        import psycopg
+
+        with psycopg.connect(run.db) as conn:
+            row = conn.execute("SELECT count(*) FROM pgqueuer").fetchone()
+        if row is None or row[0]:
+            raise VerificationFailed(f"pgqueuer drain: {row} jobs left in its queue")
+
+    name = "pgqueuer" if batch_size == 10 else f"pgqueuer (batch_size={batch_size})"
+    return DrainSystem(name, "postgresql", fill, argv, check)
+
+
+def systems(backend: str, *, with_peers: bool = True) -> list[DrainSystem]:
+    """Every system that drains on ``backend``: the floor first, then conveyor, then peers."""
+    out = [_floor(backend)]
+    if backend in ("sqlite", "postgresql") or (backend == "mariadb" and _conveyor_speaks("mysql")):
+        out.append(_conveyor(backend))
+    if not with_peers:
+        return out
+    peers: dict[str, list[tuple[str, Callable[[], DrainSystem]]]] = {
+        "sqlite": [("huey", _huey), ("litequeue", _litequeue), ("persistqueue", _persistqueue)],
+        "postgresql": [("pgqueuer", _pgqueuer), ("pgqueuer", lambda: _pgqueuer(100)),
+                       ("procrastinate", _procrastinate),
+                       ("procrastinate", lambda: _procrastinate(10))],
+        "mariadb": [],
+    }  # fmt: skip
+    for package, build in peers[backend]:
+        try:
+            __import__(package)
+        except ImportError:
+            continue
+        out.append(build())
+    return out
+
+
+# -- one drain ------------------------------------------------------------------------------
+def drain(system: DrainSystem, n: int, processes: int, workdir: Path, pg_url: str,
+          mariadb_url: str = MARIADB_URL) -> dict[str, Any]:  # fmt: skip
+    """Drain ``n`` jobs with ``processes`` worker processes (the system's fixed count if it
+    has one); returns jobs/s, the processes used and, where clocked, the write lock held."""
+    processes = system.processes or processes
+    with (
+        fresh_database(system.backend, workdir, pg_url, mariadb_url) as db,
+        sqlite_dir(str(workdir)) as logs,
+    ):
+        run = Run(db, logs, n, processes)
+        system.fill(run)
+        os.sync()
+        env = {**os.environ, "BENCH_LOG_DIR": str(logs), "BENCH_DB": db,
+               "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}  # fmt: skip
+        procs = []
+        for k, cmd in enumerate(system.argv(run)):
+            with open(logs / f"stderr-{k}.txt", "wb") as err:  # a file: a pipe could fill up
+                procs.append(subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                                              stderr=err))  # fmt: skip
+        try:
+            _wait(system, procs, logs, n)
+        finally:
+            for proc in procs:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+        failed = [k for k, p in enumerate(procs)
+                  if p.returncode not in (0, -signal.SIGINT, -signal.SIGTERM)]  # fmt: skip
+        if failed and system.stops_itself:
+            err = (logs / f"stderr-{failed[0]}.txt").read_text(errors="replace")
+            raise RuntimeError(f"{system.name}: a worker exited with "
+                               f"{procs[failed[0]].returncode}: {err.strip()[-600:]}")  # fmt: skip
+        seen, first, last = _read_logs(logs)
+        verify_once(seen, n, len(seen), what=f"{system.name} drain")
+        system.check(run)
+        span = max(last - first, 1) / 1e9 * (n / (n - 1) if n > 1 else 1.0)
+        out: dict[str, Any] = {"jobs/s": n / span, "processes": processes}
+        held = _lock_held(logs)
+        if held is not None:
+            out["lock ns"], out["transactions"] = held
+    return out
+
+
+def _count_lines(logs: Path) -> int:
+    total = 0
+    for path in logs.glob("*.log"):
+        with contextlib.suppress(OSError):
+            total += path.read_bytes().count(b"\n")
+    return total
+
+
+def _wait(system: DrainSystem, procs: list[subprocess.Popen[bytes]], logs: Path, n: int) -> None:
+    deadline = time.monotonic() + TIMEOUT
+    stopping = False
+    while any(p.poll() is None for p in procs):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{system.name}: the drain did not finish in {TIMEOUT:.0f} s")
+        if not system.stops_itself and not stopping and _count_lines(logs) >= n:
+            for proc in procs:
+                proc.send_signal(signal.SIGINT)  # graceful for huey's consumer
+            stopping = True
+            deadline = time.monotonic() + 60
+        time.sleep(0.05)
+
+
+def _read_logs(logs: Path) -> tuple[list[int], int, int]:
+    seen: list[int] = []
+    first, last = None, 0
+    for path in logs.glob("*.log"):
+        for line in path.read_bytes().splitlines():
+            number, stamp = line.split()
+            seen.append(int(number))
+            t = int(stamp)
+            first = t if first is None or t < first else first
+            last = max(last, t)
+    if first is None:
+        raise VerificationFailed("drain: no job ran")
+    return seen, first, last
+
+
+def _lock_held(logs: Path) -> tuple[int, int] | None:
+    files = list(logs.glob("*.lock"))
+    if not files:
+        return None
+    ns = transactions = 0
+    for path in files:
+        a, b = path.read_text().split()
+        ns, transactions = ns + int(a), transactions + int(b)
+    return ns, transactions
+
+
+# -- figures for run.py ---------------------------------------------------------------------
+WORKLOAD = "drain, worker processes"
+FLOOR = "floor queue"
+FLOOR_ONE = "floor queue, 1 process"
+LOCK = "write lock held per job"
+
+
+def figures(system: DrainSystem, workdir: Path, pg_url: str, n: int, peer_n: int,
+            processes: int, mariadb_url: str = MARIADB_URL) -> list[Figure]:  # fmt: skip
+    """One system's drain with ``processes`` workers (and the floor's with one, too)."""
+    backend = system.backend
+    out: list[Figure] = []
+    ours = system.name in (FLOOR, "conveyor worker")
+    result = drain(system, n if ours else peer_n, processes, workdir, pg_url, mariadb_url)
+    note = f"{result['processes']} process{'es' if result['processes'] > 1 else ''}"
+    note += f"; {system.note}" if system.note else ""
+    out.append(Figure(WORKLOAD, backend, system.name, "jobs/s", result["jobs/s"], note))
+    if system.name == FLOOR and processes != 1:
+        # The reference of everything that runs in one process (the API loops).
+        one = drain(system, n, 1, workdir, pg_url, mariadb_url)
+        out.append(Figure(WORKLOAD, backend, FLOOR_ONE, "jobs/s", one["jobs/s"], "1 process"))
+    return out
+
+
+def lock_figures(workdir: Path, n: int) -> list[Figure]:
+    """SQLite: the write lock held per job, floor against conveyor's worker, one process
+    each (so no time spent waiting for another process's lock is counted)."""
+    out = []
+    for system in (_floor("sqlite"), _conveyor("sqlite", clocked=True)):
+        result = drain(system, n, 1, workdir, "", MARIADB_URL)
+        if "lock ns" not in result:
+            raise RuntimeError(f"{system.name}: no lock clock was written")
+        out.append(Figure(LOCK, "sqlite", system.name, "us", result["lock ns"] / 1000 / n,
+                          f"{result['transactions']} write transactions for {n} jobs"))  # fmt: skip
+    return out

@@ -1,0 +1,3 @@
+-- The W3C trace context (traceparent, tracestate) of the code that enqueued the job, as
+-- JSON, so the worker's span joins the producer's trace. NULL when nothing was traced.
+ALTER TABLE conveyor_jobs ADD COLUMN trace_context TEXT;

@@ -1,0 +1,77 @@
+"""Workflows over HTTP: enqueue a run (worker), read and list runs and a job's parents
+(reader), cancel and retry a run (admin)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Path, Query, Response
+
+from conveyor.ops.defaults import MAX_JOB_ID
+from conveyor.queue import MAX_LIST
+from conveyor.web.answers import answer, trimmed
+from conveyor.web.models import WorkflowRequest
+from conveyor.web.router import Router, route
+from conveyor.web.routes.common import JobIdPath
+from conveyor.web.state import State
+from conveyor.workflow import Workflow, WorkflowRun, summary_json
+
+router = Router(tags=["workflows"])
+
+WorkflowIdPath = Annotated[int, Path(ge=1, le=MAX_JOB_ID, description="the run's id")]
+
+
+def _run_answer(run: WorkflowRun, max_bytes: int, status_code: int = 200) -> Response:
+    """The run, its steps' jobs whole until the byte budget is spent, then without
+    payload and result (``truncated``)."""
+    rendered = trimmed(run.jobs.values(), max_bytes).render(**summary_json(run))
+    rendered.status_code = status_code
+    return rendered
+
+
+@route(router, "enqueue_workflow")
+def enqueue_workflow(body: WorkflowRequest, state: State) -> Response:
+    """Every step in one transaction, or none (a step whose key an active job holds:
+    409). A step runs once every step it names in `after` completed."""
+    data = body.model_dump(exclude_none=True)
+    run = state.queue.enqueue_workflow(Workflow.from_wire(data))
+    state.metrics.enqueued_jobs(list(run.jobs.values()))
+    return _run_answer(run, state.limits.max_response_bytes, 201)
+
+
+@route(router, "workflows")
+def list_workflows(
+    state: State,
+    limit: Annotated[int, Query(ge=1, le=MAX_LIST)] = 100,
+    after: Annotated[int | None, Query(ge=0, le=MAX_JOB_ID, description="last id seen")] = None,
+    newest_first: bool = False,
+) -> Response:
+    """Runs in id order with their status and counts by status (`newest_first`:
+    descending, `after` meaning ids below it)."""
+    runs = state.queue.workflows(limit=limit, after=after, newest_first=newest_first)
+    return answer({"workflows": [summary_json(r) for r in runs]})
+
+
+@route(router, "workflow")
+def get_workflow(workflow_id: WorkflowIdPath, state: State) -> Response:
+    """The run's status, counts by status and steps (jobs, with `step`)."""
+    return _run_answer(state.queue.workflow(workflow_id), state.limits.max_response_bytes)
+
+
+@route(router, "cancel_workflow")
+def cancel_workflow(workflow_id: WorkflowIdPath, state: State) -> Response:
+    return _run_answer(state.queue.cancel_workflow(workflow_id), state.limits.max_response_bytes)
+
+
+@route(router, "retry_workflow")
+def retry_workflow(workflow_id: WorkflowIdPath, state: State) -> Response:
+    """The failed steps, and the steps after them that ended (cancelled because of the
+    failure, or run anyway), pending again; each runs once its parents completed."""
+    return _run_answer(state.queue.retry_workflow(workflow_id), state.limits.max_response_bytes)
+
+
+@route(router, "parents")
+def parents(job_id: JobIdPath, state: State) -> Response:
+    """Whole (results included) until the byte budget is spent (`truncated`)."""
+    jobs = state.queue.parents(job_id)
+    return trimmed(jobs, state.limits.max_response_bytes).render()
