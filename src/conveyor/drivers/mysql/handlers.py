@@ -274,6 +274,46 @@ def insert_many(columns: tuple[str, ...]) -> Handler:
     return handler
 
 
+def insert_workflow(session: HandlerSession, params: Mapping[str, Any]) -> Steps:
+    new_id, _ = yield Insert("insert_workflow", params)
+    rows: list[Row] = yield Rows("workflow_created", {"id": new_id})
+    return rows
+
+
+def reserve_job_ids(session: HandlerSession, params: Mapping[str, Any]) -> Steps:
+    """Placeholder jobs take the ids from the table's AUTO_INCREMENT, inside a savepoint
+    rolled back at once: InnoDB never hands out those values again, and nothing else
+    of the placeholders (rows, count deltas) outlives the rollback."""
+    n = int(params["n"])
+    if n <= 0:
+        return []
+    yield Change("reserve_savepoint", {})
+    ids: list[int] = []
+    if session.consecutive_ids:
+        first, count = yield Insert("reserve_placeholders", {"slots": json.dumps([0] * n)})
+        ids = list(range(first, first + count))
+    else:
+        # Ids of one INSERT may interleave with another's: one row at a time.
+        for _ in range(n):
+            new_id, _count = yield Insert("reserve_placeholders", {"slots": "[0]"})
+            ids.append(new_id)
+    # (A failed INSERT fails the operation: its transaction is rolled back whole.)
+    yield Change("reserve_rollback", {})
+    return [{"id": i} for i in ids]
+
+
+def insert_steps(session: HandlerSession, params: Mapping[str, Any]) -> Steps:
+    """A step whose key an active job holds fails the whole INSERT here (MySQL has no
+    ON CONFLICT … DO NOTHING for one index): no row answers for the chunk, and the
+    caller names the step."""
+    try:
+        yield Change("insert_steps", params)
+    except DuplicateJob:
+        return []
+    rows: list[Row] = yield Rows("inserted_steps", {"items": params["items"]})
+    return rows
+
+
 def mark_dependencies(session: HandlerSession, params: Mapping[str, Any]) -> Steps:
     locked: list[Row] = yield Rows("mark_dependencies_lock", params)
     if locked:
@@ -331,6 +371,7 @@ HANDLERS: dict[str, Handler] = {
         "reopen_job_within_attempts_lock", "reopen_job_within_attempts_update"
     ),
     "cancel_job": guarded("cancel_job_lock", "cancel_job_update"),
+    "reopen_jobs": guarded("reopen_jobs_lock", "reopen_job_update", _ID_QUEUE),
     "complete_by_key": guarded("complete_by_key_lock", "complete_by_key_update", _ID_QUEUE),
     # claims
     "claim_jobs": guarded("claim_jobs_lock", "claim_update"),
@@ -355,6 +396,11 @@ HANDLERS: dict[str, Handler] = {
     "save_schedule": upsert_then("save_schedule_upsert", "schedule_by_name", "name"),
     "take_schedule_slot": take_schedule_slot,
     "take_notifications": take_notifications,
+    # workflows
+    "insert_workflow": insert_workflow,
+    "reserve_job_ids": reserve_job_ids,
+    "insert_steps": insert_steps,
+    "cancel_workflow": guarded("cancel_workflow_lock", "cancel_job_update", _ID_QUEUE),
     # reports
     "complete_jobs": guarded("claimed_items_lock", "complete_update"),
     "complete_job_ids": guarded("claimed_items_lock", "complete_update", _ID_QUEUE_STATUS),

@@ -60,3 +60,20 @@ WHERE id IN :locked
 DELETE FROM conveyor_jobs
 WHERE status IN (SELECT s FROM JSON_TABLE(:statuses, '$[*]' COLUMNS (s {text} PATH '$')) AS t)
   AND finished_at <= {now} - INTERVAL :older_than_s SECOND;
+
+-- name: sealed_jobs
+-- Jobs whose payload or result is encrypted (conveyor.crypto), by id, after :after.
+SELECT id, payload, result FROM conveyor_jobs
+WHERE id > :after AND (instr(payload, :marker) > 0 OR instr(result, :marker) > 0)
+ORDER BY id
+LIMIT :limit;
+
+-- name: reseal_payload
+-- The payload sealed again (conveyor reencrypt), if it is still what was read.
+UPDATE conveyor_jobs SET payload = :new
+WHERE id = :id AND payload = :old;
+
+-- name: reseal_result
+-- The result sealed again (conveyor reencrypt), if it is still what was read.
+UPDATE conveyor_jobs SET result = :new
+WHERE id = :id AND result = :old;

@@ -6,19 +6,20 @@
 -- that into "no row inserted", as ON CONFLICT DO NOTHING does elsewhere.
 INSERT INTO conveyor_jobs
     (queue, task, payload, `key`, priority, run_at, max_attempts, job_group, depends_on,
-     waiting_for, created_at, updated_at)
+     waiting_for, trace_context, created_at, updated_at)
 VALUES
     (:queue, :task, :payload, :key, :priority, coalesce(:run_at, {now}), :max_attempts,
-     :job_group, :depends_on, coalesce(:waiting_for, 0), {now}, {now});
+     :job_group, :depends_on, coalesce(:waiting_for, 0), :trace_context, {now}, {now});
 
 -- name: insert_jobs
 -- Many jobs without keys or dependencies in one statement. :items is a JSON array of
--- rows, each [queue, task, payload, priority, run_at, max_attempts, job_group].
+-- rows, each [queue, task, payload, priority, run_at, max_attempts, job_group,
+-- trace_context].
 INSERT INTO conveyor_jobs
-    (queue, task, payload, `key`, priority, run_at, max_attempts, job_group, created_at,
-     updated_at)
+    (queue, task, payload, `key`, priority, run_at, max_attempts, job_group,
+     trace_context, created_at, updated_at)
 SELECT e.queue, e.task, e.payload, NULL, e.priority, coalesce(e.run_at, {now}),
-       e.max_attempts, e.job_group, {now}, {now}
+       e.max_attempts, e.job_group, e.trace_context, {now}, {now}
 FROM JSON_TABLE(:items, '$[*]' COLUMNS (
          ord          FOR ORDINALITY,
          queue        {text} PATH '$[0]',
@@ -27,7 +28,8 @@ FROM JSON_TABLE(:items, '$[*]' COLUMNS (
          priority     INT PATH '$[3]',
          run_at       DATETIME(6) PATH '$[4]',
          max_attempts INT PATH '$[5]',
-         job_group    {text} PATH '$[6]')) AS e
+         job_group    {text} PATH '$[6]',
+         trace_context LONGTEXT PATH '$[7]')) AS e
 ORDER BY e.ord;
 
 -- name: inserted_jobs
