@@ -259,3 +259,30 @@ def test_connections_the_server_dropped_are_replaced(my_url: str) -> None:
     assert q.get(first.id) == first
     assert q.enqueue("t").id > first.id
     q.close()
+
+
+@pytest.mark.parametrize("consecutive", [True, False])
+def test_a_workflows_ids_are_reserved_without_rows_left_behind(
+    my_url: str, consecutive: bool
+) -> None:
+    q = conveyor.connect(my_url)
+    try:
+        # Under innodb_autoinc_lock_mode 2 one INSERT's ids may interleave with
+        # another's: the ids are then taken one row at a time.
+        q.driver.consecutive_ids = consecutive  # type: ignore[attr-defined]
+        before = q.enqueue("first")
+        wf = conveyor.Workflow("ids")
+        head = wf.add("a")
+        for n in range(4):
+            wf.add("b", n=n, after=[head])
+        run = q.enqueue_workflow(wf)
+        ids = [job.id for job in run.jobs.values()]
+        assert ids == sorted(ids) and len(set(ids)) == 5 and ids[0] > before.id
+        after = q.enqueue("last")
+        assert after.id > ids[-1]
+        # The placeholders that took the ids were rolled back: no job, no count.
+        assert {j.id for j in q.jobs(limit=100)} == {before.id, after.id, *ids}
+        assert q.stats().pending == 7 and q.stats().cancelled == 0
+        assert list(q.get(ids[1]).depends_on) == [ids[0]]
+    finally:
+        q.close()
