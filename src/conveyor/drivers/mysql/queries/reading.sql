@@ -8,26 +8,29 @@ SELECT * FROM conveyor_jobs
 WHERE id IN (SELECT id FROM JSON_TABLE(:ids, '$[*]' COLUMNS (id BIGINT PATH '$')) AS t);
 
 -- name: list_jobs
+-- Each filter is a line of its own, kept only when given (see Statements): every
+-- combination is a plain conjunction that an index serves.
 SELECT * FROM conveyor_jobs
-WHERE (:queue IS NULL OR queue = :queue)
-  AND (:status IS NULL OR status = :status)
-  AND (:key IS NULL OR `key` = :key)
-  AND (:task IS NULL OR task = :task)
-  AND (:created_after IS NULL OR created_at >= :created_after)
-  AND (:created_before IS NULL OR created_at < :created_before)
-  AND id > :after
+WHERE id > :after
+  AND queue = :queue                      -- if :queue
+  AND status = :status                    -- if :status
+  AND `key` = :key                        -- if :key
+  AND task = :task                        -- if :task
+  AND created_at >= :created_after        -- if :created_after
+  AND created_at < :created_before        -- if :created_before
 ORDER BY id
 LIMIT :limit;
 
 -- name: list_jobs_newest
 SELECT * FROM conveyor_jobs
-WHERE (:queue IS NULL OR queue = :queue)
-  AND (:status IS NULL OR status = :status)
-  AND (:key IS NULL OR `key` = :key)
-  AND (:task IS NULL OR task = :task)
-  AND (:created_after IS NULL OR created_at >= :created_after)
-  AND (:created_before IS NULL OR created_at < :created_before)
-  AND (:before IS NULL OR id < :before)
+WHERE true
+  AND queue = :queue                      -- if :queue
+  AND status = :status                    -- if :status
+  AND `key` = :key                        -- if :key
+  AND task = :task                        -- if :task
+  AND created_at >= :created_after        -- if :created_after
+  AND created_at < :created_before        -- if :created_before
+  AND id < :before                        -- if :before
 ORDER BY id DESC
 LIMIT :limit;
 
