@@ -17,6 +17,15 @@ import httpx
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def backend_name(request: pytest.FixtureRequest) -> str:
+    """The examples keep their own tables beside the queue's, in SQL written for SQLite
+    and PostgreSQL (examples/_db.py); they have no MySQL dialect yet."""
+    return str(request.param)
+
+
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
 
 
