@@ -412,6 +412,11 @@ HANDLERS: dict[str, Handler] = {
 }
 
 
+from conveyor.drivers.mysql.operator_handlers import OPERATOR_HANDLERS  # noqa: E402
+
+HANDLERS.update(OPERATOR_HANDLERS)
+
+
 def sync_handlers() -> dict[str, Callable[[Any, Any], Result]]:
     """``{operation name: handler(session, op)}`` for a synchronous session (a
     ``Runner``): the handler's statements run one after the other."""

@@ -88,6 +88,7 @@ SELECT id, status, has_dependents FROM conveyor_jobs
 WHERE status IN {from_reset_claims} AND claimed_at <= {now} - INTERVAL :older_than_s SECOND
   AND (:queues IS NULL
        OR queue IN (SELECT q FROM JSON_TABLE(:queues, '$[*]' COLUMNS (q {text} PATH '$')) AS t))
+  AND task IN (SELECT v FROM JSON_TABLE(:tasks, '$[*]' COLUMNS (v {text} PATH '$')) AS k)  -- if :tasks
 FOR UPDATE;
 
 -- name: release_update
@@ -106,6 +107,7 @@ WHERE status IN {from_recover_retry} AND lease_expires_at < {now}
   AND (:queues IS NULL
        OR queue IN (SELECT q FROM JSON_TABLE(:queues, '$[*]' COLUMNS (q {text} PATH '$')) AS t))
   AND (:id IS NULL OR id = :id)
+  AND task IN (SELECT v FROM JSON_TABLE(:tasks, '$[*]' COLUMNS (v {text} PATH '$')) AS k)  -- if :tasks
 ORDER BY lease_expires_at
 LIMIT :limit;
 

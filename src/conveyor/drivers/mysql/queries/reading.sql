@@ -85,11 +85,12 @@ ON DUPLICATE KEY UPDATE completed = conveyor_throughput.completed + VALUES(compl
 DELETE FROM conveyor_count_deltas WHERE id IN :locked;
 
 -- name: pending_summary
--- Per queue with pending jobs: the oldest (an index probe each) and how many are not
--- yet due (an index range).
+-- Per queue with pending jobs: since when the oldest job that is due has been due (an
+-- index probe each, stepping over jobs not yet due) and how many are not yet due (an
+-- index range).
 SELECT q.queue,
-       (SELECT j.created_at FROM conveyor_jobs AS j
-        WHERE j.status = 'pending' AND j.queue = q.queue
+       (SELECT j.run_at FROM conveyor_jobs AS j
+        WHERE j.status = 'pending' AND j.run_at <= {now} AND j.queue = q.queue
         ORDER BY j.id LIMIT 1) AS oldest_pending_at,
        (SELECT count(*) FROM conveyor_jobs AS j
         WHERE j.queue = q.queue AND j.status = 'pending' AND j.run_at > j.created_at
