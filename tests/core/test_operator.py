@@ -142,6 +142,11 @@ def _old_throughput(db_url: str, rows: list[tuple[datetime, str, int, int]]) -> 
                     "INSERT INTO conveyor_throughput VALUES (?, ?, ?, ?)",
                     [(int(t.timestamp()), q, c, f) for t, q, c, f in rows],
                 )
+            elif direct.dialect == "mysql":
+                cur.executemany(
+                    "INSERT INTO conveyor_throughput VALUES (%s, %s, %s, %s)",
+                    [(t.astimezone(UTC).replace(tzinfo=None), q, c, f) for t, q, c, f in rows],
+                )
             else:
                 schema = parse_qs(urlsplit(db_url).query)["schema"][0]
                 cur.executemany(
