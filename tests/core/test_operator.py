@@ -201,6 +201,8 @@ def test_search_by_a_payload_field_is_a_bounded_walk(q: conveyor.Queue) -> None:
     assert q.search_payload("to", "nobody").jobs == ()
     assert q.search_payload("to", "U0@example.org").jobs == ()  # text compares exactly
     assert q.search_payload("to", "u0@example.org ").jobs == ()
+    q.enqueue("mail.send", {"to": None}, queue="other")
+    assert q.search_payload("to", "null").jobs == ()  # a JSON null is no text
     # A page: the limit reached, go on below the last match.
     first = q.search_payload("to", "u0@example.org", queue="default", limit=2)
     assert [j.id for j in first.jobs] == [ids[6], ids[3]] and first.next_before == ids[3]

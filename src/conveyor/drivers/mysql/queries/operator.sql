@@ -98,7 +98,8 @@ LIMIT :limit;
 -- Jobs whose payload's top-level :field reads :value, among the :scan newest below id
 -- :before: a bounded walk of the primary key (or of the filters' index) backwards, the
 -- JSON read only for the rows walked. The caller goes on from scan_floor. The value
--- read is compared in the binary collation, as on the other databases.
+-- read is compared in the binary collation, and a JSON null matches nothing, as on the
+-- other databases.
 SELECT * FROM (SELECT * FROM conveyor_jobs
                WHERE id < :before
                  AND queue = :queue               -- if :queue
@@ -108,6 +109,7 @@ SELECT * FROM (SELECT * FROM conveyor_jobs
                LIMIT :scan) AS walked
 WHERE CONVERT(JSON_UNQUOTE(JSON_EXTRACT(payload, :path)) USING utf8mb4) COLLATE {collation}
       = :value
+  AND JSON_TYPE(JSON_EXTRACT(payload, :path)) <> 'NULL'
 ORDER BY id DESC
 LIMIT :limit;
 
