@@ -23,7 +23,7 @@ from tests.examples.conftest import ENV, wait_until
 
 @pytest.fixture(params=["sqlite", "postgresql", "mysql"])
 def backend_name(request: pytest.FixtureRequest) -> str:
-    """This example has tables for MySQL too (the others do not yet)."""
+    """This example has tables for MySQL too (not every example does yet)."""
     return str(request.param)
 
 
