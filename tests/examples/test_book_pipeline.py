@@ -21,13 +21,6 @@ from examples.book_pipeline.app import Pipeline, create_api
 from examples.book_pipeline.jobs import QUEUE, Settings
 from tests.examples.conftest import wait_until
 
-
-@pytest.fixture(params=["sqlite", "postgresql", "mysql"])
-def backend_name(request: pytest.FixtureRequest) -> str:
-    """This example has tables for MySQL too (not every example does yet)."""
-    return str(request.param)
-
-
 FAST = Settings(stale_after=30, retry_base=0.01, slow_seconds=0.3)
 FIELDS = {"job_id", "book_id", "job_type", "status", "total_items", "completed_items",
           "failed_items", "current_item", "last_completed_item", "progress_detail",

@@ -18,13 +18,6 @@ from examples.fetch_queue.app import QUEUE, FetchBot, Settings, create_api
 from examples.fetch_queue.urls import InvalidUrl, normalise
 from tests.examples.conftest import run_module, wait_until
 
-
-@pytest.fixture(params=["sqlite", "postgresql", "mysql"])
-def backend_name(request: pytest.FixtureRequest) -> str:
-    """This example has tables for MySQL too (not every example does yet)."""
-    return str(request.param)
-
-
 FAST = Settings(retry_delay=0.05, slow_seconds=0.5, redelivery_delay=0.1)
 
 

@@ -17,13 +17,6 @@ from fastapi.testclient import TestClient
 from examples.subtitles.app import QUEUE, Settings, Subtitles, create_api
 from tests.examples.conftest import ENV, run_module, wait_until
 
-
-@pytest.fixture(params=["sqlite", "postgresql", "mysql"])
-def backend_name(request: pytest.FixtureRequest) -> str:
-    """This example has tables for MySQL too (not every example does yet)."""
-    return str(request.param)
-
-
 WORKER = [sys.executable, "-m", "examples.subtitles", "worker", "--workers", "1"]
 FAST = Settings(max_retries=3, retry_delay=0.05, slow_seconds=0.3, reconcile_interval=0)
 
