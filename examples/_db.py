@@ -41,6 +41,19 @@ class Tx:
         cur.execute(self._sql(statement), dict(params or {}))
         return int(cur.rowcount)
 
+    def insert_new(self, statement: str, params: Mapping[str, Any] | None = None) -> bool:
+        """MySQL's ``ON CONFLICT … DO NOTHING``: an INSERT that a duplicate key (error
+        1062) makes insert nothing; the rest of the transaction goes on. Returns whether
+        the row was inserted."""
+        import pymysql
+
+        try:
+            return self.execute(statement, params) > 0
+        except pymysql.err.IntegrityError as exc:
+            if exc.args and exc.args[0] == 1062:
+                return False
+            raise
+
     def all(self, statement: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
         cur = self.conn.cursor()
         cur.execute(self._sql(statement), dict(params or {}))

@@ -21,12 +21,6 @@ from examples.metadata_sync.app import QUEUE, Library, create_api
 from tests.examples.conftest import ENV, wait_until
 
 
-@pytest.fixture(params=["sqlite", "postgresql", "mysql"])
-def backend_name(request: pytest.FixtureRequest) -> str:
-    """This example has tables for MySQL too (the others do not yet)."""
-    return str(request.param)
-
-
 @pytest.fixture
 def library(db_url: str) -> Iterator[Library]:
     lib = Library(db_url)
