@@ -1,11 +1,13 @@
 """The application's own tables, kept in the queue's database.
 
 Every example stores its domain (books, videos, messages, pages) next to conveyor's
-tables, in the same SQLite file or the same PostgreSQL schema, so a domain write and the
-job it implies commit in one transaction: ``q.enqueue(..., conn=tx.conn)``.
+tables, in the same SQLite file, PostgreSQL schema or MySQL database, so a domain write
+and the job it implies commit in one transaction: ``q.enqueue(..., conn=tx.conn)``.
 
-SQL is written once with ``:name`` parameters; on PostgreSQL they become psycopg's
-``%(name)s``. Anything the two dialects spell differently (DDL) is passed per dialect."""
+SQL is written once with ``:name`` parameters; on PostgreSQL and MySQL they become the
+drivers' ``%(name)s``. Anything the dialects spell differently (DDL) is passed per
+dialect; ``Tx.dialect`` tells a statement that must differ (MySQL has no ``ON CONFLICT``
+and no ``UPDATE … RETURNING``)."""
 
 from __future__ import annotations
 
@@ -29,13 +31,28 @@ class Tx:
         self.dialect = dialect
 
     def _sql(self, statement: str) -> str:
-        return _PARAM.sub(r"%(\1)s", statement) if self.dialect == "postgresql" else statement
+        if self.dialect == "sqlite":
+            return statement
+        return _PARAM.sub(r"%(\1)s", statement.replace("%", "%%"))
 
     def execute(self, statement: str, params: Mapping[str, Any] | None = None) -> int:
         """Run a statement; returns the number of rows it changed."""
         cur = self.conn.cursor()
         cur.execute(self._sql(statement), dict(params or {}))
         return int(cur.rowcount)
+
+    def insert_new(self, statement: str, params: Mapping[str, Any] | None = None) -> bool:
+        """MySQL's ``ON CONFLICT … DO NOTHING``: an INSERT that a duplicate key (error
+        1062) makes insert nothing; the rest of the transaction goes on. Returns whether
+        the row was inserted."""
+        import pymysql
+
+        try:
+            return self.execute(statement, params) > 0
+        except pymysql.err.IntegrityError as exc:
+            if exc.args and exc.args[0] == 1062:
+                return False
+            raise
 
     def all(self, statement: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
         cur = self.conn.cursor()
@@ -55,7 +72,8 @@ class AppDatabase:
 
     SQLite: a connection per transaction (cheap), ``BEGIN IMMEDIATE`` for writes so
     concurrent writers queue on the lock instead of failing. PostgreSQL: a small pool,
-    each connection's ``search_path`` set to the queue's schema."""
+    each connection's ``search_path`` set to the queue's schema. MySQL: PyMySQL
+    connections kept for reuse, in UTC, at READ COMMITTED as the queue's own."""
 
     def __init__(self, url: str | None, *, pool_size: int = 8) -> None:
         settings = parse_url(database_url(url))
@@ -66,6 +84,9 @@ class AppDatabase:
             self.path = settings.target
             if self.path == ":memory:":
                 raise ValueError("the examples need a database file, not :memory:")
+            return
+        if self.dialect == "mysql":
+            self._mysql = _MySQLConnections(settings.target, pool_size)
             return
         from psycopg import sql
         from psycopg_pool import ConnectionPool
@@ -89,6 +110,10 @@ class AppDatabase:
     @contextmanager
     def transaction(self, *, write: bool = True) -> Iterator[Tx]:
         """A transaction, committed when the block ends, rolled back if it raises."""
+        if self.dialect == "mysql":
+            with self._mysql.transaction() as conn:
+                yield Tx(conn, self.dialect)
+            return
         if self._pool is not None:
             with self._pool.connection() as conn, conn.transaction():
                 yield Tx(conn, self.dialect)
@@ -105,8 +130,13 @@ class AppDatabase:
         finally:
             conn.close()
 
-    def create(self, *, sqlite: str, postgresql: str) -> None:
+    def create(self, *, sqlite: str, postgresql: str, mysql: str | None = None) -> None:
         """Create the application's tables (statements separated by ``;``), once."""
+        if self.dialect == "mysql":
+            if mysql is None:
+                raise ValueError("this example has no MySQL tables yet")
+            self._mysql.create(mysql)
+            return
         script = sqlite if self.dialect == "sqlite" else postgresql
         with self._lock, self.transaction() as tx:
             if self.dialect == "postgresql":  # two servers starting at once: one at a time
@@ -120,3 +150,76 @@ class AppDatabase:
     def close(self) -> None:
         if self._pool is not None:
             self._pool.close()
+        if self.dialect == "mysql":
+            self._mysql.close()
+
+
+class _MySQLConnections:
+    """Idle PyMySQL connections kept for reuse (at most ``size``)."""
+
+    def __init__(self, url: str, size: int) -> None:
+        from conveyor.drivers.mysql.dialect import Server
+
+        self._options = Server.from_url(url).connect_kwargs(10.0)
+        self._options["autocommit"] = False
+        self._size = size
+        self._idle: list[Any] = []
+        self._lock = threading.Lock()
+
+    def _connect(self) -> Any:
+        import pymysql
+
+        conn = pymysql.connect(**self._options)
+        with conn.cursor() as cur:
+            cur.execute("SET time_zone = '+00:00'")
+            cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
+        return conn
+
+    @contextmanager
+    def transaction(self) -> Iterator[Any]:
+        with self._lock:
+            conn = self._idle.pop() if self._idle else None
+        if conn is not None:
+            try:
+                conn.ping(False)
+            except Exception:  # the server dropped it while idle
+                conn = None
+        if conn is None:
+            conn = self._connect()
+        try:
+            conn.begin()
+            yield conn
+        except BaseException:
+            try:
+                conn.rollback()
+            finally:
+                conn.close()
+            raise
+        conn.commit()
+        with self._lock:
+            if len(self._idle) < self._size:
+                self._idle.append(conn)
+                return
+        conn.close()
+
+    def create(self, script: str) -> None:
+        """DDL commits on its own in MySQL: run under a named lock, so two servers
+        starting at once create the tables once."""
+        conn = self._connect()
+        try:
+            with conn.cursor() as cur:
+                cur.execute("SELECT GET_LOCK(CONCAT('examples:', DATABASE()), 60)")
+                try:
+                    for statement in script.split(";"):
+                        if statement.strip():
+                            cur.execute(statement)
+                finally:
+                    cur.execute("SELECT RELEASE_LOCK(CONCAT('examples:', DATABASE()))")
+        finally:
+            conn.close()
+
+    def close(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()

@@ -93,6 +93,23 @@ def test_cli_bench_on_postgres_drops_its_schema() -> None:
     assert schemas() == before
 
 
+def test_cli_bench_on_mysql_drops_its_database() -> None:
+    from tests.conftest import MYSQL_URL, mysql_connection, require_mysql
+
+    require_mysql()
+
+    def databases() -> set[str]:
+        with mysql_connection() as conn, conn.cursor() as cur:
+            cur.execute("SHOW DATABASES LIKE 'conveyor\\_bench\\_%'")
+            return {row[0] for row in cur.fetchall()}
+
+    before = databases()
+    result = CliRunner().invoke(app, ["bench", "--db", MYSQL_URL, "--jobs", "100", "--runs", "1"])
+    assert result.exit_code == 0, result.output
+    assert "mysql://" in result.output
+    assert databases() == before
+
+
 def test_cli_bench_refuses_an_in_memory_database() -> None:
     result = CliRunner().invoke(app, ["bench", "--db", "sqlite:///:memory:"])
     assert result.exit_code != 0

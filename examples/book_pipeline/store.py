@@ -35,6 +35,29 @@ CREATE TABLE IF NOT EXISTS job_heartbeats (
 )""",
 }
 TABLES["postgresql"] = TABLES["sqlite"].replace("BLOB", "BYTEA")
+# MySQL indexes text of a bounded length only.
+TABLES["mysql"] = """
+CREATE TABLE IF NOT EXISTS books (
+    book_id VARCHAR(64) PRIMARY KEY, title TEXT NOT NULL, created_at VARCHAR(40) NOT NULL
+) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;
+CREATE TABLE IF NOT EXISTS pages (
+    book_id VARCHAR(64) NOT NULL, page_num INTEGER NOT NULL,
+    filename TEXT NOT NULL, image LONGBLOB NOT NULL, text LONGTEXT, ocr_status TEXT NOT NULL,
+    ocr_error TEXT, error_type TEXT, status TEXT NOT NULL, uploaded_at VARCHAR(40) NOT NULL,
+    PRIMARY KEY (book_id, page_num),
+    FOREIGN KEY (book_id) REFERENCES books (book_id)
+) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;
+CREATE TABLE IF NOT EXISTS guidelines (
+    book_id VARCHAR(64) NOT NULL, page_num INTEGER NOT NULL, topic VARCHAR(500) NOT NULL,
+    written_at VARCHAR(40) NOT NULL, PRIMARY KEY (book_id, page_num)
+) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;
+CREATE TABLE IF NOT EXISTS subtopics (
+    book_id VARCHAR(64) NOT NULL, topic VARCHAR(500) NOT NULL, final_name TEXT,
+    PRIMARY KEY (book_id, topic)
+) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;
+CREATE TABLE IF NOT EXISTS job_heartbeats (
+    job_id VARCHAR(32) PRIMARY KEY, heartbeat_at VARCHAR(40) NOT NULL
+) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"""
 
 PAGE_FIELDS = (
     "page_num, filename, status, ocr_status, ocr_error, error_type, uploaded_at,"
@@ -49,10 +72,10 @@ def now() -> str:
 class Store:
     def __init__(self, db: AppDatabase) -> None:
         self.db = db
-        db.create(sqlite=TABLES["sqlite"], postgresql=TABLES["postgresql"])
+        db.create(sqlite=TABLES["sqlite"], postgresql=TABLES["postgresql"], mysql=TABLES["mysql"])
         self._lock_book = (
             "SELECT book_id FROM books WHERE book_id = :book FOR UPDATE"
-            if db.dialect == "postgresql"
+            if db.dialect in ("postgresql", "mysql")
             else "SELECT book_id FROM books WHERE book_id = :book"  # BEGIN IMMEDIATE locks
         )
 
@@ -166,10 +189,15 @@ class Store:
         """Record a job's latest heartbeat (kept after its lease is recovered, when
         conveyor clears the job's own ``heartbeat_at``). Never moves backwards."""
         with self.db.transaction() as tx:
+            upsert = (
+                " ON DUPLICATE KEY UPDATE"
+                " heartbeat_at = greatest(heartbeat_at, VALUES(heartbeat_at))"
+                if tx.dialect == "mysql"
+                else " ON CONFLICT (job_id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at"
+                " WHERE job_heartbeats.heartbeat_at < excluded.heartbeat_at"
+            )
             tx.execute(
-                "INSERT INTO job_heartbeats (job_id, heartbeat_at) VALUES (:job, :at)"
-                " ON CONFLICT (job_id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at"
-                " WHERE job_heartbeats.heartbeat_at < excluded.heartbeat_at",
+                "INSERT INTO job_heartbeats (job_id, heartbeat_at) VALUES (:job, :at)" + upsert,
                 {"job": str(job_id), "at": at},
             )
 
@@ -189,10 +217,15 @@ class Store:
                 " AND page_num <> :num LIMIT 1",
                 {"book": book_id, "topic": topic, "num": page_num},
             )
+            upsert = (
+                " ON DUPLICATE KEY UPDATE topic = VALUES(topic), written_at = VALUES(written_at)"
+                if tx.dialect == "mysql"
+                else " ON CONFLICT (book_id, page_num)"
+                " DO UPDATE SET topic = excluded.topic, written_at = excluded.written_at"
+            )
             tx.execute(
                 "INSERT INTO guidelines (book_id, page_num, topic, written_at)"
-                " VALUES (:book, :num, :topic, :now) ON CONFLICT (book_id, page_num)"
-                " DO UPDATE SET topic = excluded.topic, written_at = excluded.written_at",
+                " VALUES (:book, :num, :topic, :now)" + upsert,
                 {"book": book_id, "num": page_num, "topic": topic, "now": now()},
             )
         return seen is None
@@ -215,8 +248,13 @@ class Store:
 
     def name_subtopic(self, book_id: str, topic: str, final_name: str) -> None:
         with self.db.transaction() as tx:
+            upsert = (
+                " ON DUPLICATE KEY UPDATE final_name = VALUES(final_name)"
+                if tx.dialect == "mysql"
+                else " ON CONFLICT (book_id, topic) DO UPDATE SET final_name = excluded.final_name"
+            )
             tx.execute(
                 "INSERT INTO subtopics (book_id, topic, final_name) VALUES (:book, :topic, :name)"
-                " ON CONFLICT (book_id, topic) DO UPDATE SET final_name = excluded.final_name",
+                + upsert,
                 {"book": book_id, "topic": topic, "name": final_name},
             )

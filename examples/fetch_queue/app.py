@@ -68,6 +68,19 @@ CREATE TABLE IF NOT EXISTS messages (
     sent_at     TEXT NOT NULL,
     UNIQUE (user_id, job_id, finished_at)
 )""",
+    # MySQL indexes text of a bounded length only.
+    "mysql": f"""
+CREATE TABLE IF NOT EXISTS messages (
+    id          BIGINT AUTO_INCREMENT PRIMARY KEY,
+    user_id     VARCHAR({MAX_USER}) NOT NULL,
+    job_id      BIGINT NOT NULL,
+    finished_at VARCHAR(40) NOT NULL,
+    url         TEXT NOT NULL,
+    status      VARCHAR(20) NOT NULL,
+    text        TEXT NOT NULL,
+    sent_at     VARCHAR(40) NOT NULL,
+    UNIQUE (user_id, job_id, finished_at)
+) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin""",
 }
 
 
@@ -131,13 +144,18 @@ class Chat:
             text = f"could not fetch {url}: {user_message(job.error) or job.status}"
         with self.db.transaction() as tx:
             # Unique per finish of the job: a delivery offered twice is sent once.
-            tx.execute(
+            insert = (
                 "INSERT INTO messages (user_id, job_id, finished_at, url, status, text, sent_at)"
                 " VALUES (:user, :job, :finished, :url, :status, :text, :now)"
-                " ON CONFLICT (user_id, job_id, finished_at) DO NOTHING",
-                {"user": user, "job": job.id, "finished": finished, "url": url,
-                 "status": status, "text": text, "now": datetime.now(UTC).isoformat()},
-            )  # fmt: skip
+            )
+            now = datetime.now(UTC).isoformat()
+            params = {"user": user, "job": job.id, "finished": finished, "url": url,
+                      "status": status, "text": text, "now": now}  # fmt: skip
+            if tx.dialect == "mysql":
+                tx.insert_new(insert, params)
+            else:
+                tx.execute(insert + " ON CONFLICT (user_id, job_id, finished_at) DO NOTHING",
+                           params)  # fmt: skip
 
     def messages(self, user: str, limit: int) -> list[dict[str, Any]]:
         with self.db.transaction(write=False) as tx:
@@ -156,7 +174,9 @@ class FetchBot:
         self.settings = settings or Settings()
         self.q = conveyor.connect(url)
         self.db = AppDatabase(url)
-        self.db.create(sqlite=TABLES["sqlite"], postgresql=TABLES["postgresql"])
+        self.db.create(
+            sqlite=TABLES["sqlite"], postgresql=TABLES["postgresql"], mysql=TABLES["mysql"]
+        )
         self.site = Site(self.settings.slow_seconds)
         self.chat = Chat(self.db)
         redelivery = Redelivery(base=self.settings.redelivery_delay)

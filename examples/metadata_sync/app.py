@@ -44,6 +44,16 @@ CREATE TABLE IF NOT EXISTS books (
 );
 CREATE INDEX IF NOT EXISTS books_missing ON books (created_at, id) WHERE hardcover_id IS NULL
 """
+# MySQL indexes text of a bounded length only, and has no partial index.
+MYSQL_TABLES = f"""
+CREATE TABLE IF NOT EXISTS books (
+    id           VARCHAR({MAX_ID}) PRIMARY KEY,
+    title        TEXT NOT NULL,
+    hardcover_id TEXT,
+    created_at   VARCHAR(40) NOT NULL,
+    INDEX books_missing (created_at, id)
+) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin
+"""
 
 
 def processing_id(claim_id: str) -> str:
@@ -78,7 +88,7 @@ class Library:
     def __init__(self, url: str, *, claim_lease: timedelta = DEFAULT_CLAIM_LEASE) -> None:
         self.q = conveyor.connect(url)  # first: it creates the schema on PostgreSQL
         self.db = AppDatabase(url)
-        self.db.create(sqlite=TABLES, postgresql=TABLES)
+        self.db.create(sqlite=TABLES, postgresql=TABLES, mysql=MYSQL_TABLES)
         self.claim_lease = claim_lease
 
     def close(self) -> None:
@@ -107,10 +117,13 @@ class Library:
         """Store the book's id; with one, it leaves the queue whatever its state (in the
         same transaction); cleared, it joins the queue again."""
         with self.db.transaction() as tx:
-            row = tx.one(
-                "UPDATE books SET hardcover_id = :hc WHERE id = :id RETURNING *",
-                {"id": book_id, "hc": hardcover_id},
-            )
+            update = "UPDATE books SET hardcover_id = :hc WHERE id = :id"
+            params = {"id": book_id, "hc": hardcover_id}
+            if tx.dialect == "mysql":  # no UPDATE … RETURNING: the row read after
+                changed = tx.execute(update, params)
+                row = tx.one("SELECT * FROM books WHERE id = :id", params) if changed else None
+            else:
+                row = tx.one(update + " RETURNING *", params)
             if row is None:
                 return None
             if hardcover_id is None:
@@ -131,7 +144,7 @@ class Library:
         whose job completed — a client acknowledged it without finding a match — is not
         queued again (``on_completed="return"``): only clearing its id does that. Returns
         how many books were new to the queue."""
-        lock = " FOR UPDATE" if self.db.dialect == "postgresql" else ""
+        lock = " FOR UPDATE" if self.db.dialect in ("postgresql", "mysql") else ""
         after = ("", "")
         added = 0
         while True:

@@ -69,6 +69,30 @@ CREATE TABLE IF NOT EXISTS subtitles (
 """
 
 
+# MySQL indexes text of a bounded length only.
+MYSQL_TABLES = f"""
+CREATE TABLE IF NOT EXISTS videos (
+    video_id     VARCHAR({MAX_ID}) PRIMARY KEY,
+    channel_id   VARCHAR({MAX_ID}) NOT NULL,
+    title        TEXT NOT NULL,
+    created_at   VARCHAR(40) NOT NULL,
+    status       VARCHAR(20) NOT NULL DEFAULT 'pending',
+    attempts     INTEGER NOT NULL DEFAULT 0,
+    last_error   TEXT,
+    completed_at VARCHAR(40),
+    INDEX videos_channel (channel_id, video_id),
+    INDEX videos_channel_status (channel_id, status, video_id)
+) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;
+CREATE TABLE IF NOT EXISTS subtitles (
+    video_id   VARCHAR({MAX_ID}) PRIMARY KEY,
+    content    LONGTEXT NOT NULL,
+    source     VARCHAR(20) NOT NULL,
+    created_at VARCHAR(40) NOT NULL,
+    FOREIGN KEY (video_id) REFERENCES videos (video_id)
+) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin
+"""
+
+
 UPGRADE = (
     "status TEXT NOT NULL DEFAULT 'pending'",
     "attempts INTEGER NOT NULL DEFAULT 0",
@@ -94,7 +118,7 @@ class Subtitles:
         self.q = conveyor.connect(url)
         self.db = AppDatabase(url)
         self._upgrade()
-        self.db.create(sqlite=TABLES, postgresql=TABLES)
+        self.db.create(sqlite=TABLES, postgresql=TABLES, mysql=MYSQL_TABLES)
         self.app = conveyor.App(self.q)
 
         @self.app.task(
@@ -182,12 +206,16 @@ class Subtitles:
         """Store the transcriber's subtitle and complete the video, in one transaction.
         A subtitle already there (the operator's) wins: this one is dropped. Returns
         whether it was stored."""
+        insert = (
+            "INSERT INTO subtitles (video_id, content, source, created_at)"
+            " VALUES (:id, :content, :source, :now)"
+        )
+        params = {"id": video_id, "content": content, "source": source, "now": _now()}
         with self.db.transaction() as tx:
-            stored = tx.execute(
-                "INSERT INTO subtitles (video_id, content, source, created_at)"
-                " VALUES (:id, :content, :source, :now) ON CONFLICT (video_id) DO NOTHING",
-                {"id": video_id, "content": content, "source": source, "now": _now()},
-            )
+            if tx.dialect == "mysql":
+                stored = tx.insert_new(insert, params)
+            else:
+                stored = tx.execute(insert + " ON CONFLICT (video_id) DO NOTHING", params)
             self._mark_completed(tx, video_id)
         return bool(stored)
 
@@ -203,13 +231,19 @@ class Subtitles:
     def add_video(self, channel_id: str, video_id: str, title: str) -> tuple[dict[str, Any], bool]:
         """A new video starts pending; adding one again changes nothing. Returns the
         video and whether it was new."""
+        insert = (
+            "INSERT INTO videos (video_id, channel_id, title, created_at)"
+            " VALUES (:id, :channel, :title, :now)"
+        )
+        params = {"id": video_id, "channel": channel_id, "title": title, "now": _now()}
         with self.db.transaction() as tx:
-            inserted = tx.one(
-                "INSERT INTO videos (video_id, channel_id, title, created_at)"
-                " VALUES (:id, :channel, :title, :now)"
-                " ON CONFLICT (video_id) DO NOTHING RETURNING video_id",
-                {"id": video_id, "channel": channel_id, "title": title, "now": _now()},
-            )
+            if tx.dialect == "mysql":
+                inserted = tx.insert_new(insert, params)
+            else:
+                returned = tx.one(
+                    insert + " ON CONFLICT (video_id) DO NOTHING RETURNING video_id", params
+                )
+                inserted = returned is not None
             if inserted:
                 self.q.enqueue(
                     TASK, {"video_id": video_id, "title": title}, queue=QUEUE, key=video_id,
@@ -219,7 +253,7 @@ class Subtitles:
         assert video is not None
         if video["channel_id"] != channel_id:
             raise ApiError(409, f"video {video_id!r} belongs to channel {video['channel_id']!r}")
-        return video, inserted is not None
+        return video, inserted
 
     def video(self, video_id: str) -> dict[str, Any] | None:
         with self.db.transaction(write=False) as tx:
@@ -282,10 +316,15 @@ class Subtitles:
         with self.db.transaction() as tx:
             if tx.one("SELECT 1 AS x FROM videos WHERE video_id = :id", {"id": video_id}) is None:
                 raise ApiError(404, f"no video {video_id!r}")
+            upsert = (
+                " ON DUPLICATE KEY UPDATE content = VALUES(content), source = VALUES(source)"
+                if tx.dialect == "mysql"
+                else " ON CONFLICT (video_id) DO UPDATE"
+                " SET content = excluded.content, source = excluded.source"
+            )
             tx.execute(
                 "INSERT INTO subtitles (video_id, content, source, created_at)"
-                " VALUES (:id, :content, 'manual', :now) ON CONFLICT (video_id) DO UPDATE"
-                " SET content = excluded.content, source = excluded.source",
+                " VALUES (:id, :content, 'manual', :now)" + upsert,
                 {"id": video_id, "content": content, "now": _now()},
             )
 

@@ -25,6 +25,7 @@ from conveyor.errors import (
     InvalidTransition,
     JobNotFound,
     StaleClaim,
+    TransactionConflict,
     WorkflowNotFound,
 )
 from conveyor.info import QueueSettings, Rate, ScheduleInfo, Throughput, WorkerInfo
@@ -96,6 +97,7 @@ __all__ = [
     "Task",
     "Terminal",
     "Throughput",
+    "TransactionConflict",
     "Worker",
     "WorkerInfo",
     "WorkerStats",

@@ -35,6 +35,7 @@ from conveyor.errors import (
     InvalidTransition,
     JobNotFound,
     StaleClaim,
+    TransactionConflict,
     WorkflowNotFound,
 )
 from conveyor.info import WorkerInfo
@@ -49,9 +50,15 @@ _WAIT_SLICE = 30.0
 _ERRORS_BY_CODE: dict[str, type[ConveyorError]] = {
     cls.code: cls
     for cls in (
-        JobNotFound, StaleClaim, InvalidTransition, DuplicateJob, DatabaseError, WorkflowNotFound,
+        JobNotFound,
+        StaleClaim,
+        InvalidTransition,
+        DuplicateJob,
+        DatabaseError,
+        TransactionConflict,
+        WorkflowNotFound,
     )
-}  # fmt: skip
+}
 Request = tuple[str, str, Any, Mapping[str, Any] | None]  # method, path, body, query
 
 

@@ -1,8 +1,9 @@
 """Database URLs: which backend, where, with which options.
 
 ``sqlite:///relative.db``, ``sqlite:////absolute/path.db``, ``sqlite:///:memory:``,
-``postgresql://user@host:port/db``. Options go in the query string; for PostgreSQL the
-ones conveyor does not know are handed to libpq (``sslmode``, ``application_name``, …).
+``postgresql://user@host:port/db``, ``mysql://user:password@host:3306/db`` (or
+``mariadb://…``). Options go in the query string; for PostgreSQL the ones conveyor does
+not know are handed to libpq (``sslmode``, ``application_name``, …); MySQL refuses them.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ ENV_URL = "CONVEYOR_DATABASE_URL"
 _QUEUE_OPTIONS = {"max_payload_bytes"}
 _SQLITE_OPTIONS = {"synchronous", "timeout"}
 _POSTGRES_OPTIONS = {"schema", "pool_min", "pool_max", "connect_timeout"}
+_MYSQL_OPTIONS = {"pool_min", "pool_max", "connect_timeout"}
+MYSQL_SCHEMES = ("mysql", "mariadb")
 
 
 @dataclass
@@ -41,7 +44,8 @@ def database_url(url: str | None = None, *, command_line: str | None = None) -> 
 def parse_url(url: str, **overrides: Any) -> Settings:
     if not isinstance(url, str) or "://" not in url:
         raise ConfigurationError(
-            f"database URL: expected sqlite:///path.db or postgresql://…, got {url!r}"
+            "database URL: expected sqlite:///path.db, postgresql://… or mysql://…, got "
+            f"{_without_password(url)!r}"
         )
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
@@ -54,9 +58,20 @@ def parse_url(url: str, **overrides: Any) -> Settings:
         return _sqlite(parts.netloc, parts.path, query, queue_options)
     if scheme in ("postgresql", "postgres"):
         return _postgres(parts, query, queue_options)
+    if scheme in MYSQL_SCHEMES:
+        return _mysql(parts, query, queue_options)
     raise ConfigurationError(
-        f"database URL: unsupported scheme {parts.scheme!r}; expected sqlite or postgresql"
+        f"database URL: unsupported scheme {parts.scheme!r}; expected sqlite, postgresql or mysql"
     )
+
+
+def _without_password(url: Any) -> Any:
+    if not isinstance(url, str) or "@" not in url:
+        return url
+    head, _, tail = url.rpartition("@")
+    scheme, sep, credentials = head.partition("://")
+    user = credentials.split(":", 1)[0]
+    return f"{scheme}{sep}{user}@{tail}" if sep else url
 
 
 def _sqlite(
@@ -94,6 +109,32 @@ def _postgres(parts: Any, query: dict[str, str], queue_options: dict[str, Any]) 
         options["connect_timeout"] = _number("connect_timeout", query["connect_timeout"])
     conninfo = urlunsplit(("postgresql", parts.netloc, parts.path, urlencode(query), ""))
     return Settings("postgresql", conninfo, options, queue_options)
+
+
+def _mysql(parts: Any, query: dict[str, str], queue_options: dict[str, Any]) -> Settings:
+    unknown = set(query) - _MYSQL_OPTIONS
+    if unknown:
+        raise ConfigurationError(
+            f"MySQL URL: unknown option(s) {', '.join(sorted(unknown))}; "
+            f"known: {', '.join(sorted(_MYSQL_OPTIONS | _QUEUE_OPTIONS))}"
+        )
+    options: dict[str, Any] = {}
+    for name in ("pool_min", "pool_max"):
+        if name in query:
+            options[name] = _integer(name, query[name])
+    if "connect_timeout" in query:
+        options["connect_timeout"] = _number("connect_timeout", query["connect_timeout"])
+    database = parts.path.lstrip("/")
+    if not database or "/" in database:
+        raise ConfigurationError(
+            "MySQL URL: expected a database name, as in mysql://user@host:3306/jobs"
+        )
+    try:
+        parts.port  # noqa: B018 (raises on a port that is not a number)
+    except ValueError:
+        raise ConfigurationError("MySQL URL: the port must be a number") from None
+    target = urlunsplit(("mysql", parts.netloc, parts.path, "", ""))
+    return Settings("mysql", target, options, queue_options)
 
 
 def application_conninfo(url: str) -> str:
@@ -149,6 +190,14 @@ def open_backend(settings: Settings) -> Driver:
         from conveyor.drivers.sqlite import SQLiteDriver
 
         return SQLiteDriver(settings.target, **settings.backend_options)
+    if settings.backend == "mysql":
+        try:
+            from conveyor.drivers.mysql import MySQLDriver
+        except ImportError as exc:
+            raise ConfigurationError(
+                f"MySQL needs PyMySQL: pip install 'conveyor[mysql]' ({exc})"
+            ) from None
+        return MySQLDriver(settings.target, **settings.backend_options)
     try:
         from conveyor.drivers.postgres import PostgresDriver
     except ImportError as exc:

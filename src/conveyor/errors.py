@@ -9,6 +9,8 @@
     ├── InvalidArgument      bad input, refused before anything was written (also ValueError)
     ├── ConfigurationError   bad URL, option or environment (also ValueError)
     └── DatabaseError        the database failed or could not be reached
+        └── TransactionConflict  a deadlock or a lock wait broken by the database;
+                                 nothing was written, running it again may work
 
 The control exceptions that task code raises (``Retry``, ``Terminal``, ``Snooze``) are
 not errors of the library: they live in ``conveyor.control``.
@@ -80,3 +82,12 @@ class DatabaseError(ConveyorError):
     """The database reported an error or could not be reached."""
 
     code = "database_error"
+
+
+class TransactionConflict(DatabaseError):
+    """The database broke a deadlock by rolling the transaction back (MySQL error 1213),
+    or gave up waiting for a lock (1205, which undoes the statement). Nothing of the
+    operation was written, so running it again is safe: a queue does so itself for its
+    own transactions; inside the caller's transaction (``conn=``) the caller decides."""
+
+    code = "transaction_conflict"

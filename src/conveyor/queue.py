@@ -6,13 +6,15 @@ paths, and wakes local waiters once it commits."""
 
 from __future__ import annotations
 
+import random
+import time
 from typing import Any, TypeVar
 
 from conveyor.config import database_url, open_backend, parse_url
 from conveyor.contract import QueueAPI
 from conveyor.drivers.base import Driver, Session
 from conveyor.drivers.operations import Operation
-from conveyor.errors import ConveyorError
+from conveyor.errors import ConveyorError, TransactionConflict
 from conveyor.ops import Announce, Call, Once, Plan
 from conveyor.ops.defaults import (
     DEFAULT_LEASE,
@@ -26,6 +28,13 @@ from conveyor.ops.enqueue import Dedupe, OnActive, OnFailed
 from conveyor.retry import BackoffPolicy
 
 T = TypeVar("T")
+# A transaction of the queue's own that the database rolled back to break a deadlock
+# (MySQL) runs again, at most this many more times, after a short jittered pause.
+CONFLICT_RETRIES = 5
+
+
+def conflict_pause(attempt: int) -> float:
+    return random.uniform(0.005, 0.02) * (attempt + 1)
 
 
 class Queue(QueueAPI):
@@ -51,6 +60,19 @@ class Queue(QueueAPI):
         self.defaults = Defaults(**options)
 
     def _run(self, call: Call[T]) -> T:
+        attempt = 0
+        while True:
+            try:
+                return self._run_once(call)
+            except TransactionConflict:
+                # Nothing of the transaction was written. In the caller's transaction
+                # (``conn``) the caller decides; our own runs again.
+                if call.conn is not None or attempt >= CONFLICT_RETRIES:
+                    raise
+                time.sleep(conflict_pause(attempt))
+                attempt += 1
+
+    def _run_once(self, call: Call[T]) -> T:
         work = call.build(self.driver)
         if isinstance(work, Once):
             rows = self.driver.write_once(work.op, queues=work.queues, finished=work.finished)

@@ -203,6 +203,10 @@ def _app_connection(q: conveyor.Queue, url: str) -> Any:
         import sqlite3
 
         return contextlib.closing(sqlite3.connect(url.removeprefix("sqlite:///"), timeout=10))
+    if q.dialect == "mysql":
+        from tests.conftest import mysql_connection
+
+        return contextlib.closing(mysql_connection(url.rsplit("/", 1)[1], autocommit=False))
     import psycopg
 
     from tests.conftest import PG_URL

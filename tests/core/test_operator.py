@@ -142,6 +142,11 @@ def _old_throughput(db_url: str, rows: list[tuple[datetime, str, int, int]]) -> 
                     "INSERT INTO conveyor_throughput VALUES (?, ?, ?, ?)",
                     [(int(t.timestamp()), q, c, f) for t, q, c, f in rows],
                 )
+            elif direct.dialect == "mysql":
+                cur.executemany(
+                    "INSERT INTO conveyor_throughput VALUES (%s, %s, %s, %s)",
+                    [(t.astimezone(UTC).replace(tzinfo=None), q, c, f) for t, q, c, f in rows],
+                )
             else:
                 schema = parse_qs(urlsplit(db_url).query)["schema"][0]
                 cur.executemany(
@@ -194,6 +199,10 @@ def test_search_by_a_payload_field_is_a_bounded_walk(q: conveyor.Queue) -> None:
     assert found.jobs[0].payload == {"to": "u0@example.org", "n": 6}
     assert [j.id for j in q.search_payload("n", "4").jobs] == [ids[4]]  # numbers as text
     assert q.search_payload("to", "nobody").jobs == ()
+    assert q.search_payload("to", "U0@example.org").jobs == ()  # text compares exactly
+    assert q.search_payload("to", "u0@example.org ").jobs == ()
+    q.enqueue("mail.send", {"to": None}, queue="other")
+    assert q.search_payload("to", "null").jobs == ()  # a JSON null is no text
     # A page: the limit reached, go on below the last match.
     first = q.search_payload("to", "u0@example.org", queue="default", limit=2)
     assert [j.id for j in first.jobs] == [ids[6], ids[3]] and first.next_before == ids[3]

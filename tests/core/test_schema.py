@@ -58,6 +58,16 @@ def _insert_a_version_1_job(url: str) -> None:
         with sqlite3.connect(settings.target) as conn:
             conn.execute(f"INSERT INTO conveyor_jobs {columns} VALUES ('q', 't', 0, 0, 1, 0, 0)")
         return
+    if settings.backend == "mysql":
+        from tests.conftest import mysql_connection
+
+        database = settings.target.rsplit("/", 1)[1]
+        with mysql_connection(database) as conn, conn.cursor() as cur:
+            cur.execute(
+                f"INSERT INTO conveyor_jobs {columns}"
+                " VALUES ('q', 't', 0, UTC_TIMESTAMP(6), 1, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))"
+            )
+        return
     import psycopg
 
     schema = settings.backend_options["schema"]
@@ -132,6 +142,8 @@ def test_postgres_schemas_keep_queues_apart(tmp_path: Path) -> None:
             "postgresql",
             "postgresql://u@h/db?sslmode=disable",
         ),
+        ("mysql://u:secret@h:3307/jobs", "mysql", "mysql://u:secret@h:3307/jobs"),
+        ("mariadb://u@h/jobs?pool_max=4", "mysql", "mysql://u@h/jobs"),
     ],
 )
 def test_urls(url: str, backend: str, target: str) -> None:
@@ -144,12 +156,19 @@ def test_url_options() -> None:
     assert s.backend_options == {"synchronous": "normal", "timeout": 5.0}
     assert s.queue_options == {"max_payload_bytes": 10}
     assert parse_url("postgresql://h/db?schema=jobs").backend_options == {"schema": "jobs"}
+    mysql = parse_url("mysql://h/db?pool_min=2&pool_max=4&connect_timeout=3")
+    assert mysql.backend_options == {"pool_min": 2, "pool_max": 4, "connect_timeout": 3.0}
 
 
 @pytest.mark.parametrize(
     ("url", "message"),
     [
-        ("mysql://h/db", "unsupported scheme 'mysql'"),
+        ("oracle://h/db", "unsupported scheme 'oracle'"),
+        ("mysql://h/db?sslmode=disable", "MySQL URL: unknown option"),
+        ("mysql://h/db?schema=jobs", "MySQL URL: unknown option"),
+        ("mysql://h/", "expected a database name"),
+        ("mariadb://h:port/db", "port must be a number"),
+        ("mysql://h/db?pool_max=many", "pool_max: expected an integer"),
         ("no-scheme", "expected sqlite:///"),
         ("sqlite://host/x.db", "three slashes"),
         ("sqlite:///", "expected a file name"),
@@ -178,9 +197,46 @@ def test_unreachable_postgres_is_a_database_error() -> None:
         conveyor.connect("postgresql://root@127.0.0.1:1/test?connect_timeout=1")
 
 
+def test_unreachable_mysql_is_a_database_error_without_the_password() -> None:
+    with pytest.raises(conveyor.DatabaseError, match="cannot connect to MySQL") as raised:
+        conveyor.connect("mysql://root:hunter2@127.0.0.1:1/test?connect_timeout=1")
+    assert "hunter2" not in str(raised.value)
+    assert "mysql://root@127.0.0.1:1/test" in str(raised.value)
+
+
+@pytest.mark.parametrize("backend_name", ["mysql"], indirect=True)
+def test_a_mysql_password_is_never_shown(db_url: str) -> None:
+    with conveyor.connect(db_url.replace("root@", "root:@")) as q:
+        assert "@" in q.url and ":@" not in q.url
+    with pytest.raises(ConfigurationError) as raised:
+        parse_url(db_url.replace("root@", "root:hunter2@") + "?colour=red")
+    assert "hunter2" not in str(raised.value)
+
+
 def test_the_queue_url_names_its_schema(db_url: str, backend_name: str) -> None:
     with conveyor.connect(db_url) as q:
         if backend_name == "postgresql":
             assert q.url.startswith("postgresql://") and "?schema=t_" in q.url
+        elif backend_name == "mysql":
+            assert q.url.startswith("mysql://") and q.url.rsplit("/", 1)[1].startswith("t_")
         else:
             assert q.url.startswith("sqlite:///") and q.url.endswith("conveyor.db")
+
+
+@pytest.mark.parametrize("connect", ["sync", "async"])
+def test_a_missing_mysql_driver_names_the_extra(
+    connect: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+    import sys
+
+    import conveyor.aio
+
+    monkeypatch.setitem(sys.modules, "pymysql", None)  # as if PyMySQL were not installed
+    for name in [m for m in sys.modules if m.startswith("conveyor.drivers.mysql")]:
+        monkeypatch.delitem(sys.modules, name)
+    with pytest.raises(ConfigurationError, match=r"pip install 'conveyor\[mysql\]'"):
+        if connect == "sync":
+            conveyor.connect("mysql://root@127.0.0.1:1/test")
+        else:
+            asyncio.run(conveyor.aio.connect("mysql://root@127.0.0.1:1/test"))

@@ -1,5 +1,6 @@
 """Running the examples as their users do: ``python -m examples.NAME serve`` in a process
-of its own, from a directory that is not the repository, on SQLite and PostgreSQL."""
+of its own, from a directory that is not the repository, on SQLite, PostgreSQL and
+MySQL (MariaDB)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,15 @@ import httpx
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(params=["sqlite", "postgresql", "mysql"])
+def backend_name(request: pytest.FixtureRequest) -> str:
+    """The examples keep their own tables beside the queue's (examples/_db.py), with DDL
+    for each database and the statements MySQL spells differently."""
+    return str(request.param)
+
+
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
 
 

@@ -1,5 +1,5 @@
 """The download queue contract's eleven named tests (nine unit, two integration), each on
-SQLite and PostgreSQL, against the database directly and through a conveyor server."""
+SQLite, PostgreSQL and MySQL, against the database directly and through a conveyor server."""
 
 from __future__ import annotations
 

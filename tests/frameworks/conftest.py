@@ -16,6 +16,14 @@ from tests.conftest import PG_URL, require_postgres
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def backend_name(request: pytest.FixtureRequest) -> str:
+    """The example applications keep their own tables with their own drivers (sqlite3,
+    psycopg; Django's MySQL engine would need mysqlclient, a C extension): they have no
+    MySQL side yet."""
+    return str(request.param)
+
+
 def _server_url(database: str) -> str:
     parts = urlsplit(PG_URL)
     return urlunsplit((parts.scheme, parts.netloc, f"/{database}", "", ""))

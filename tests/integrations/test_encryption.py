@@ -22,7 +22,7 @@ import conveyor
 from conveyor import crypto
 from conveyor.client import RemoteQueue
 from conveyor.errors import ConfigurationError
-from tests.conftest import PG_URL
+from tests.conftest import PG_URL, mysql_connection
 from tests.web.conftest import serving
 
 
@@ -43,6 +43,11 @@ def _stored_bytes(db_url: str) -> bytes:
         path = Path(db_url.removeprefix("sqlite:///").split("?")[0])
         files = [path, path.with_name(path.name + "-wal")]
         return b"".join(p.read_bytes() for p in files if p.exists())
+    if db_url.startswith("mysql"):
+        database = db_url.split("?")[0].rsplit("/", 1)[1]
+        with mysql_connection(database) as conn, conn.cursor() as cur:
+            cur.execute("SELECT * FROM conveyor_jobs")
+            return "\n".join(repr(row) for row in cur.fetchall()).encode()
     schema = db_url.split("schema=")[1]
     with psycopg.connect(PG_URL) as conn:
         rows = conn.execute(f'SELECT row_to_json(j)::text FROM "{schema}".conveyor_jobs j')

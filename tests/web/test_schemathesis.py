@@ -29,11 +29,17 @@ CONFIG = """
 [checks.negative_data_rejection]
 expected-statuses = ["400", "401", "403", "404", "405", "409", "413", "415", "422"]
 """
-# Every role on SQLite; the admin (who reaches every operation) on PostgreSQL too. The
+# Every role on SQLite; the admin (who reaches every operation) on PostgreSQL and MySQL too. The
 # coverage phase (boundary values of every parameter, the slowest) runs for the admin;
 # the other roles meet most of the same code behind their token and get the fuzzing and
 # stateful phases.
-RUNS = [("sqlite", "admin"), ("sqlite", "worker"), ("sqlite", "reader"), ("postgresql", "admin")]
+RUNS = [
+    ("sqlite", "admin"),
+    ("sqlite", "worker"),
+    ("sqlite", "reader"),
+    ("postgresql", "admin"),
+    ("mysql", "admin"),
+]
 PHASES = {"admin": "coverage,fuzzing,stateful", "worker": "fuzzing,stateful",
           "reader": "fuzzing,stateful"}  # fmt: skip
 

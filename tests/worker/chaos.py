@@ -166,6 +166,8 @@ class Chaos:
             except conveyor.DatabaseError:
                 # The watcher's reads may recover stale jobs, and so write. Behind a
                 # frozen lock holder they time out: that is SQLite, not the workers.
+                # MySQL too: a frozen worker may hold row locks mid-transaction, and a
+                # write behind them gives up after the lock wait timeout.
                 if self.report.backend == "postgresql":
                     raise
                 self.report.locked_out += 1
@@ -295,7 +297,7 @@ def main(default_jobs: int = 5000) -> None:
     from tests.conftest import drop_schema, fresh_url
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--backend", choices=["sqlite", "postgresql"], default="sqlite")
+    parser.add_argument("--backend", choices=["sqlite", "postgresql", "mysql"], default="sqlite")
     parser.add_argument("--jobs", type=int, default=default_jobs)
     parser.add_argument("--workers", type=int, default=4)
     args = parser.parse_args()

@@ -46,7 +46,7 @@ def main() -> None:
     from tests.conftest import drop_schema, fresh_url
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--backend", choices=["sqlite", "postgresql"], default="sqlite")
+    parser.add_argument("--backend", choices=["sqlite", "postgresql", "mysql"], default="sqlite")
     parser.add_argument("--seconds", type=float, default=30.0)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:

@@ -14,10 +14,10 @@ from typing import Any, TypeVar
 from conveyor.aio.contract import AsyncQueueAPI
 from conveyor.drivers.aio import AsyncDriver, AsyncSession
 from conveyor.drivers.operations import Operation
-from conveyor.errors import ConveyorError
+from conveyor.errors import ConveyorError, TransactionConflict
 from conveyor.ops import Announce, Call, Once, Plan
 from conveyor.ops.defaults import Defaults
-from conveyor.queue import NeedsWrite, Queue
+from conveyor.queue import CONFLICT_RETRIES, NeedsWrite, Queue, conflict_pause
 
 T = TypeVar("T")
 # An AsyncQueue on SQLite learns of changes by looking at its counter this often.
@@ -41,6 +41,18 @@ class AsyncQueue(AsyncQueueAPI):
     async def _run(self, call: Call[T]) -> T:
         if self._threaded is not None:
             return await asyncio.to_thread(self._threaded._run, call)
+        attempt = 0
+        while True:
+            try:
+                return await self._run_once(call)
+            except TransactionConflict:
+                # As ``Queue._run``: our own transaction runs again, the caller's not.
+                if call.conn is not None or attempt >= CONFLICT_RETRIES:
+                    raise
+                await asyncio.sleep(conflict_pause(attempt))
+                attempt += 1
+
+    async def _run_once(self, call: Call[T]) -> T:
         backend = self._backend
         assert backend is not None
         work = call.build(backend)
@@ -51,7 +63,7 @@ class AsyncQueue(AsyncQueueAPI):
             plan = work.if_empty()
         else:
             plan = work
-        # PostgreSQL readers never block writers: every plan can run in one session.
+        # PostgreSQL and MySQL readers never block writers: every plan runs in one session.
         async with backend.session(conn=call.conn) as session:
             return await drive(plan, session)
 

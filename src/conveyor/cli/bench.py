@@ -169,7 +169,8 @@ def claim_complete(
 def scratch_queue(url: str | None = None) -> Iterator[Queue]:
     """A queue on an empty database beside ``url``, removed afterwards, so a benchmark
     never touches existing jobs: a new SQLite file in the same directory (the same disk),
-    or a new PostgreSQL schema on the same server. No URL: a temporary SQLite file."""
+    or a new PostgreSQL schema (MySQL database) on the same server. No URL: a temporary
+    SQLite file."""
     if url is None:
         with (
             tempfile.TemporaryDirectory(prefix="conveyor-bench-") as folder,
@@ -193,6 +194,15 @@ def scratch_queue(url: str | None = None) -> Iterator[Queue]:
             for suffix in ("", "-wal", "-shm"):
                 Path(f"{path}{suffix}").unlink(missing_ok=True)
         return
+    if settings.backend == "mysql":
+        from conveyor.drivers.mysql.dialect import scratch_database
+
+        with (
+            scratch_database(url, f"conveyor_bench_{tag}") as scratch,
+            conveyor.connect(scratch) as q,
+        ):
+            yield q
+        return
     with conveyor.connect(url, schema=f"conveyor_bench_{tag}", use_env=False) as q:
         try:
             yield q
@@ -208,7 +218,7 @@ def bench(
         typer.Option(
             "--db",
             help="Measure beside this database: a new SQLite file in its "
-            "directory, or a new PostgreSQL schema, removed afterwards. "
+            "directory, or a new PostgreSQL schema or MySQL database, removed afterwards. "
             "Default: a temporary SQLite file.",
         ),
     ] = None,

@@ -1,0 +1,254 @@
+"""MySQL without blocking the event loop: aiomysql's connections and pool, the same
+statements and handlers as the synchronous backend, and the same watch of the count
+deltas (a task of the loop) for ``wait()``."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Iterable, Mapping
+from contextlib import asynccontextmanager, suppress
+from typing import Any
+
+import aiomysql
+import pymysql
+from pymysql.constants import SERVER_STATUS
+
+from conveyor.drivers.aio import AsyncDriver, AsyncSession
+from conveyor.drivers.mysql.dialect import (
+    LOCK_WAIT_TIMEOUT,
+    MySQLValues,
+    Server,
+    bind,
+    is_mariadb,
+    translated,
+)
+from conveyor.drivers.mysql.driver import (
+    RETRIES,
+    WATCH,
+    WATCH_INTERVAL,
+    MySQLDriver,
+    conflict_pause,
+)
+from conveyor.drivers.mysql.handlers import Change, Insert, Rows, Step, async_handlers
+from conveyor.drivers.operations import Operation
+from conveyor.drivers.sql import Statements
+from conveyor.drivers.values import Row
+from conveyor.errors import DatabaseError, InvalidArgument, TransactionConflict
+
+log = logging.getLogger("conveyor.mysql")
+
+_SQL_MODE = "STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION,ERROR_FOR_DIVISION_BY_ZERO"
+
+
+class _AsyncMySQLSession(AsyncSession):
+    handlers = async_handlers()
+
+    def __init__(self, cursor: Any, queries: Statements, *, consecutive_ids: bool) -> None:
+        super().__init__()
+        self._cur = cursor
+        self._queries = queries
+        self._consecutive_ids = consecutive_ids
+
+    @property
+    def consecutive_ids(self) -> bool:
+        return self._consecutive_ids
+
+    async def all(self, query: str, params: Mapping[str, Any] | None = None) -> list[Row]:
+        rows: list[Row] = await self.run_step(Rows(query, params or {}))
+        return rows
+
+    async def execute(self, query: str, params: Mapping[str, Any] | None = None) -> int:
+        count: int = await self.run_step(Change(query, params or {}))
+        return count
+
+    async def run_step(self, step: Step) -> Any:
+        with translated():
+            statement, params = bind(
+                self._queries.text(step.name, step.params), step.params, self._cur.connection.escape
+            )
+            await self._cur.execute(statement, params)
+            if isinstance(step, Rows):
+                return list(await self._cur.fetchall())
+            if isinstance(step, Insert):
+                return int(self._cur.lastrowid), int(self._cur.rowcount)
+            return int(self._cur.rowcount)
+
+
+class AsyncMySQLDriver(MySQLValues, AsyncDriver):
+    capabilities = MySQLDriver.capabilities
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        pool_min: int = 1,
+        pool_max: int = 10,
+        connect_timeout: float = 10.0,
+    ) -> None:
+        AsyncDriver.__init__(self)
+        MySQLValues.__init__(self, Server.from_url(url))
+        self._pool_min = pool_min
+        self._pool_max = max(pool_min, pool_max)
+        self._connect_timeout = connect_timeout
+        self._pool: Any = None
+        self._watcher: asyncio.Task[None] | None = None
+        self.consecutive_ids = True
+
+    def _kwargs(self) -> dict[str, Any]:
+        options = self.server.connect_kwargs(self._connect_timeout)
+        options["db"] = options.pop("database")
+        return options
+
+    async def open(self) -> None:
+        try:
+            conn = await aiomysql.connect(**self._kwargs())
+        except (pymysql.Error, OSError) as exc:
+            raise DatabaseError(f"cannot connect to MySQL at {self.describe()}: {exc}") from None
+        try:
+            async with conn.cursor() as cur:
+                await cur.execute("SELECT VERSION(), @@innodb_autoinc_lock_mode")
+                version, lock_mode = await cur.fetchone()
+        finally:
+            conn.close()
+        self.consecutive_ids = int(lock_mode) in (0, 1)
+        self._load(str(version))
+        isolation = "tx_isolation" if is_mariadb(str(version)) else "transaction_isolation"
+        setup = (
+            f"SET time_zone = '+00:00', SESSION {isolation} = 'READ-COMMITTED',"
+            f" SESSION sql_mode = '{_SQL_MODE}',"
+            f" SESSION innodb_lock_wait_timeout = {LOCK_WAIT_TIMEOUT}"
+        )
+        with translated():
+            self._pool = await aiomysql.create_pool(
+                minsize=self._pool_min,
+                maxsize=self._pool_max,
+                init_command=setup,
+                **self._kwargs(),
+            )
+
+    # -- sessions -------------------------------------------------------------------
+    @asynccontextmanager
+    async def session(self, *, write: bool = True, conn: Any = None) -> AsyncIterator[AsyncSession]:
+        if conn is not None:
+            async with self._caller_session(conn) as session:
+                yield session
+            return
+        if self._pool is None:
+            raise DatabaseError("the MySQL queue is not open")
+        with translated():
+            pooled = await self._pool.acquire()
+        try:
+            with translated():
+                await pooled.begin()
+            session = _AsyncMySQLSession(
+                await pooled.cursor(aiomysql.DictCursor),
+                self._queries,
+                consecutive_ids=self.consecutive_ids,
+            )
+            try:
+                yield session
+            except BaseException:
+                try:
+                    await pooled.rollback()
+                except Exception:
+                    pooled.close()  # broken: the pool drops it
+                raise
+            try:
+                with translated():
+                    await pooled.commit()
+            except BaseException:
+                pooled.close()
+                raise
+        finally:
+            self._pool.release(pooled)
+        if session.queues_touched or session.jobs_finished:
+            self._announce()
+
+    async def write_once(
+        self,
+        op: Operation[list[Row]],
+        *,
+        queues: Iterable[str] = (),
+        finished: Iterable[int] = (),
+    ) -> list[Row]:
+        for attempt in range(RETRIES + 1):
+            try:
+                return await super().write_once(op, queues=queues, finished=finished)
+            except TransactionConflict:
+                if attempt == RETRIES:
+                    raise
+                await asyncio.sleep(conflict_pause(attempt))
+        raise AssertionError("unreachable")
+
+    @asynccontextmanager
+    async def _caller_session(self, conn: Any) -> AsyncIterator[AsyncSession]:
+        if not isinstance(conn, aiomysql.Connection):
+            raise InvalidArgument(
+                "conn: expected an aiomysql Connection for an asynchronous MySQL queue, "
+                f"got {type(conn).__name__}"
+            )
+        in_transaction = bool(conn.server_status & SERVER_STATUS.SERVER_STATUS_IN_TRANS)
+        own = conn.get_autocommit() and not in_transaction
+        cur = await conn.cursor(aiomysql.DictCursor)
+        with translated():
+            await cur.execute("BEGIN" if own else "SAVEPOINT conveyor")
+        session = _AsyncMySQLSession(cur, self._queries, consecutive_ids=self.consecutive_ids)
+        try:
+            yield session
+        except BaseException:
+            with suppress(pymysql.Error):
+                await cur.execute("ROLLBACK" if own else "ROLLBACK TO SAVEPOINT conveyor")
+            raise
+        with translated():
+            await cur.execute("COMMIT" if own else "RELEASE SAVEPOINT conveyor")
+        if own and (session.queues_touched or session.jobs_finished):
+            self._announce()
+
+    # -- change notification ------------------------------------------------------------
+    @property
+    def hears_other_processes(self) -> bool:
+        return True
+
+    async def wait_for_change(self, since: int, timeout: float) -> bool:
+        if self._watcher is None or self._watcher.done():
+            self._watcher = asyncio.create_task(self._watch(), name="conveyor-mysql-watch")
+        return await super().wait_for_change(since, timeout)
+
+    async def _watch(self) -> None:
+        seen: tuple[Any, ...] | None = None
+        retry = 0.1
+        while True:
+            try:
+                # A connection of its own: the watch never takes one from the pool.
+                async with await aiomysql.connect(**self._kwargs()) as conn, conn.cursor() as cur:
+                    while True:
+                        await cur.execute(WATCH)
+                        now = tuple(await cur.fetchone())
+                        if now != seen:
+                            self._announce()
+                            seen = now
+                        retry = 0.1
+                        await asyncio.sleep(WATCH_INTERVAL)
+            except (pymysql.Error, OSError) as exc:
+                log.warning("cannot watch the database for changes (%s); retrying", exc)
+                await asyncio.sleep(retry)
+                retry = min(retry * 2, 5.0)
+
+    # -- lifecycle ------------------------------------------------------------------
+    async def ping(self) -> None:
+        if self._pool is None:
+            raise DatabaseError("the MySQL queue is not open")
+        with translated():
+            async with self._pool.acquire() as conn, conn.cursor() as cur:
+                await cur.execute("SELECT 1")
+                await cur.fetchone()
+
+    async def close(self) -> None:
+        if self._watcher is not None:
+            self._watcher.cancel()
+            with suppress(asyncio.CancelledError, Exception):
+                await self._watcher
+        if self._pool is not None:
+            self._pool.close()
+            await self._pool.wait_closed()

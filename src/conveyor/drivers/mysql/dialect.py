@@ -1,0 +1,287 @@
+"""What the synchronous and asynchronous MySQL backends share: where the server is,
+statements in PyMySQL's placeholder style, values, and error translation.
+
+Both drivers (PyMySQL, and aiomysql built on it) escape parameters on the client, so a
+tuple parameter becomes an SQL list: ``id IN :locked`` with ``locked=(1, 2)`` reads
+``id IN (1, 2)``."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from functools import lru_cache
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+import pymysql
+from pymysql.constants import CLIENT
+
+from conveyor.drivers.sql import (
+    Migration,
+    Statements,
+    load_migrations,
+    load_queries,
+    split_statements,
+)
+from conveyor.drivers.values import Values
+from conveyor.errors import (
+    ConfigurationError,
+    ConveyorError,
+    DatabaseError,
+    DuplicateJob,
+    InvalidArgument,
+    TransactionConflict,
+)
+
+PACKAGE = "conveyor.drivers.mysql"
+_PARAM = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
+# The database clock: UTC, to the microsecond, whatever the server's time zone.
+NOW = "UTC_TIMESTAMP(6)"
+# A job's error history as it stands before one more entry: the latest 19 (of at most 20).
+_ERRORS_KEPT = (
+    "(CASE WHEN JSON_LENGTH(coalesce(errors, '[]')) >= 20"
+    " THEN JSON_REMOVE(errors, '$[0]') ELSE coalesce(errors, '[]') END)"
+)
+_MINUTE_OF_AT = "CAST(DATE_FORMAT(at, '%Y-%m-%d %H:%i:00') AS DATETIME)"
+# Binary, no-pad collations: text compares as on the other databases ('A' <> 'a',
+# 'a' <> 'a '). MariaDB and MySQL name theirs differently.
+MARIADB_COLLATION = "utf8mb4_nopad_bin"
+MYSQL_COLLATION = "utf8mb4_0900_bin"
+# Errors after which running the transaction again may succeed.
+_DEADLOCK, _LOCK_WAIT_TIMEOUT = 1213, 1205
+CONFLICTS = (_DEADLOCK, _LOCK_WAIT_TIMEOUT)
+_DUPLICATE_KEY = 1062
+# Values the server refused: bad JSON (4025: CHECK failed on MariaDB, 3819 on MySQL),
+# out of range, too long, bad date.
+_REFUSED_VALUES = {1264, 1292, 1366, 1406, 1690, 3140, 3819, 4025, 4078}
+# Conveyor's locks are held for milliseconds: a wait this long (seconds) means a holder
+# that stopped (a frozen process mid-transaction). The wait ends in TransactionConflict,
+# and the operation runs again.
+LOCK_WAIT_TIMEOUT = 5
+# Statements that make a session of their own on a fresh connection.
+SESSION_SETUP = (
+    "SET time_zone = '+00:00'",
+    "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
+    "SET SESSION sql_mode = 'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION,ERROR_FOR_DIVISION_BY_ZERO'",
+    f"SET SESSION innodb_lock_wait_timeout = {LOCK_WAIT_TIMEOUT}",
+)
+DEFAULT_PORT = 3306
+
+
+@dataclass(frozen=True)
+class Server:
+    """Where the database is; the password never leaves this object in text."""
+
+    host: str
+    port: int
+    user: str
+    password: str | None
+    database: str
+
+    @classmethod
+    def from_url(cls, url: str) -> Server:
+        parts = urlsplit(url)
+        database = unquote(parts.path.lstrip("/"))
+        if not database or "/" in database:
+            raise ConfigurationError(
+                "MySQL URL: expected a database name, as in mysql://user@host:3306/jobs"
+            )
+        try:
+            port = parts.port or DEFAULT_PORT
+        except ValueError:
+            raise ConfigurationError("MySQL URL: the port must be a number") from None
+        return cls(
+            host=parts.hostname or "localhost",
+            port=port,
+            user=unquote(parts.username or "root"),
+            password=None if parts.password is None else unquote(parts.password),
+            database=database,
+        )
+
+    def describe(self) -> str:
+        return f"mysql://{self.user}@{self.host}:{self.port}/{self.database}"
+
+    def connect_kwargs(self, connect_timeout: float) -> dict[str, Any]:
+        return {
+            "host": self.host,
+            "port": self.port,
+            "user": self.user,
+            "password": self.password or "",
+            "database": self.database,
+            "charset": "utf8mb4",
+            "autocommit": True,
+            # Changed-row counts as the other databases give them: rows matched, not only
+            # rows whose values differ.
+            "client_flag": CLIENT.FOUND_ROWS,
+            "connect_timeout": max(1, round(connect_timeout)),
+        }
+
+
+def to_pymysql(statement: str) -> str:
+    return _PARAM.sub(r"%(\1)s", statement.replace("%", "%%"))
+
+
+def bind(
+    statement: str, params: Mapping[str, Any], escape: Callable[[Any], str]
+) -> tuple[str, Mapping[str, Any]]:
+    """A list parameter (a tuple, of values or of tuples) written into the statement as
+    an SQL list, each value escaped by the connection: ``IN %(locked)s`` with
+    ``locked=(1, 2)`` becomes ``IN (1,2)``. Drivers differ in whether they do it."""
+    lists = [name for name, value in params.items() if isinstance(value, tuple)]
+    if not lists:
+        return statement, params
+
+    def literal(value: Any) -> str:
+        if isinstance(value, tuple):
+            return "(" + ",".join(literal(v) for v in value) + ")"
+        return escape(value)
+
+    rest = dict(params)
+    for name in lists:
+        text = literal(rest.pop(name)).replace("%", "%%")
+        statement = statement.replace(f"%({name})s", text)
+    return statement, rest
+
+
+def is_mariadb(version: str) -> bool:
+    return "mariadb" in version.lower()
+
+
+def macros(collation: str) -> dict[str, str]:
+    return {
+        "now": NOW,
+        "errors_kept": _ERRORS_KEPT,
+        "minute_of_at": _MINUTE_OF_AT,
+        "collation": collation,
+        # A text column of a JSON_TABLE, compared with conveyor's own text.
+        "text": f"VARCHAR(1000) CHARACTER SET utf8mb4 COLLATE {collation}",
+    }
+
+
+def compound_complete(text: str) -> bool:
+    """Whether ``text`` holds whole statements: a trigger with a BEGIN … END body ends
+    at its ``END;``, anything else at a semicolon."""
+    stripped = text.rstrip()
+    if not stripped.endswith(";"):
+        return False
+    if re.search(r"^\s*BEGIN\s*$", text, re.MULTILINE | re.IGNORECASE):
+        return stripped.upper().endswith("END;")
+    return True
+
+
+def migration_statements(migration: Migration) -> list[str]:
+    return [s.rstrip().rstrip(";") for s in split_statements(migration.sql, compound_complete)]
+
+
+@lru_cache(maxsize=4096)
+def _to_milliseconds(value: datetime) -> datetime:
+    """MySQL keeps microseconds, SQLite milliseconds: keep both alike, in UTC. A value
+    read from a DATETIME is naive, and UTC."""
+    extra = value.microsecond % 1000
+    if extra:
+        value = value.replace(microsecond=value.microsecond - extra)
+    if value.tzinfo is None:
+        return value.replace(tzinfo=timezone.utc)
+    return value if value.tzinfo is timezone.utc else value.astimezone(timezone.utc)
+
+
+class MySQLValues(Values):
+    """Statements and values of one database, for either kind of backend."""
+
+    dialect = "mysql"
+
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        self._queries = Statements({}, {})
+        self._migrations: list[Migration] = []
+
+    def _load(self, server_version: str) -> None:
+        """Statements for the server found (the collation's name differs)."""
+        self.mariadb = is_mariadb(server_version)
+        found = macros(MARIADB_COLLATION if self.mariadb else MYSQL_COLLATION)
+        self._queries = load_queries(PACKAGE, found).map(to_pymysql)
+        self._migrations = load_migrations(PACKAGE, found)
+
+    def encode_time(self, value: datetime) -> str:
+        # Text MySQL reads as a DATETIME(6), and JSON can carry (bulk inserts).
+        utc = value.astimezone(timezone.utc) if value.tzinfo else value
+        return utc.strftime("%Y-%m-%d %H:%M:%S.%f")
+
+    def decode_time(self, value: Any) -> datetime | None:
+        if value is None:
+            return None
+        if isinstance(value, str):
+            value = datetime.fromisoformat(value)
+        assert isinstance(value, datetime)
+        return _to_milliseconds(value)
+
+    def decode_json(self, value: Any) -> Any:
+        if value is None:
+            return None
+        if isinstance(value, bytes | bytearray):
+            value = value.decode("utf-8")
+        return json.loads(value)
+
+    def latest_version(self) -> int:
+        return self._migrations[-1].version
+
+    def describe(self) -> str:
+        return self.server.describe()
+
+
+def error_code(exc: BaseException) -> int | None:
+    args = getattr(exc, "args", ())
+    return args[0] if args and isinstance(args[0], int) else None
+
+
+def translation(exc: pymysql.Error) -> ConveyorError:
+    """The conveyor error for a driver's error (messages never hold the password)."""
+    code = error_code(exc)
+    message = exc.args[1] if len(exc.args) > 1 else str(exc)
+    if code == _DEADLOCK:
+        return TransactionConflict(f"MySQL broke a deadlock by rolling back: {message}")
+    if code == _LOCK_WAIT_TIMEOUT:
+        return TransactionConflict(f"MySQL gave up waiting for a lock: {message}")
+    if code == _DUPLICATE_KEY:
+        if "conveyor_jobs_active_key" in str(message):
+            return DuplicateJob("an active job with this key already exists")
+        return DatabaseError(f"MySQL duplicate key: {message}")
+    if code in _REFUSED_VALUES or isinstance(exc, pymysql.err.DataError):
+        return InvalidArgument(f"MySQL refused a value: {message}")
+    if code is None:
+        return DatabaseError(f"MySQL error: {exc}")
+    return DatabaseError(f"MySQL error {code}: {message}")
+
+
+@contextmanager
+def translated() -> Iterator[None]:
+    """Nothing above the backend sees driver exceptions."""
+    try:
+        yield
+    except pymysql.Error as exc:
+        raise translation(exc) from None
+
+
+@contextmanager
+def scratch_database(url: str, name: str) -> Iterator[str]:
+    """A new, empty database ``name`` on the server of ``url`` (its URL), dropped after."""
+    server = Server.from_url(url)
+    options = server.connect_kwargs(10.0)
+    options.pop("database")
+    with translated():
+        admin = pymysql.connect(**options)
+    try:
+        with translated(), admin.cursor() as cur:
+            cur.execute(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4")
+        try:
+            parts = urlsplit(url)
+            yield parts._replace(path=f"/{name}").geturl()
+        finally:
+            with translated(), admin.cursor() as cur:
+                cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
+    finally:
+        admin.close()

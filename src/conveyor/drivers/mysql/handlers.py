@@ -1,0 +1,436 @@
+"""Named statements that are several statements on MySQL.
+
+PostgreSQL changes rows and returns them in one ``UPDATE … RETURNING``; MySQL has no
+such statement (MariaDB returns rows from INSERT and DELETE only). Here each of those
+names has a handler, run in the session's transaction: it locks the rows it will change
+(``SELECT … FOR UPDATE``, with ``SKIP LOCKED`` where claimers compete), changes exactly
+those, and reads them back. Where a job with dependents changed state, its dependents
+follow (a MySQL trigger may not change the table that fired it).
+
+A handler is ``handler(session, params)`` (``params``: the operation's fields): a
+generator that yields the statements it needs (``Rows``, ``Change``, ``Insert``) and
+receives their results, and returns what the PostgreSQL statement returns (rows, or for
+a few a count). It never touches a
+connection, so the same handler runs on the synchronous and the asynchronous backend
+(``drive`` and ``drive_async``). ``HANDLERS`` maps operation names to handlers;
+``sync_handlers()`` and ``async_handlers()`` make them the sessions' ``handlers``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from conveyor.drivers.values import Row
+from conveyor.errors import ConveyorError, DuplicateJob
+
+_ACTIVE = ("pending", "running")
+_FINAL = ("completed", "failed", "cancelled")
+_FOLD_BATCH = 5000
+_ID_QUEUE = ("id", "queue")
+_ID_QUEUE_STATUS = ("id", "queue", "status")
+
+
+@dataclass(frozen=True, slots=True)
+class Rows:
+    """Run a named statement; the handler is sent its rows (dicts)."""
+
+    name: str
+    params: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """Run a named statement; the handler is sent how many rows it matched."""
+
+    name: str
+    params: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Insert:
+    """Run a named INSERT; the handler is sent (the first new id, how many rows)."""
+
+    name: str
+    params: Mapping[str, Any]
+
+
+Step = Rows | Change | Insert
+Result = list[Row] | int
+Steps = Generator[Step, Any, Result]
+
+
+class HandlerSession(Protocol):
+    @property
+    def consecutive_ids(self) -> bool:
+        """Whether one multi-row INSERT is given consecutive ids (InnoDB's
+        ``innodb_autoinc_lock_mode`` 0 or 1)."""
+        ...
+
+
+Handler = Callable[[HandlerSession, Mapping[str, Any]], Steps]
+
+
+class Runner(Protocol):
+    def run_step(self, step: Step) -> Any: ...
+
+
+class AsyncRunner(Protocol):
+    async def run_step(self, step: Step) -> Any: ...
+
+
+def drive(steps: Steps, runner: Runner) -> Result:
+    """Run a handler's statements; a statement's error is raised inside the handler."""
+    try:
+        step = next(steps)
+        while True:
+            try:
+                reply = runner.run_step(step)
+            except ConveyorError as exc:
+                step = steps.throw(exc)
+                continue
+            step = steps.send(reply)
+    except StopIteration as stop:
+        result: Result = stop.value
+        return result
+
+
+async def drive_async(steps: Steps, runner: AsyncRunner) -> Result:
+    try:
+        step = next(steps)
+        while True:
+            try:
+                reply = await runner.run_step(step)
+            except ConveyorError as exc:
+                step = steps.throw(exc)
+                continue
+            step = steps.send(reply)
+    except StopIteration as stop:
+        result: Result = stop.value
+        return result
+
+
+def _listed(ids: Sequence[Any]) -> tuple[Any, ...]:
+    """A parameter for ``IN :name``: an empty list reads as ``IN (NULL)``, no match."""
+    return tuple(ids) if ids else (None,)
+
+
+def _only(rows: list[Row], columns: tuple[str, ...] | None) -> list[Row]:
+    if columns is None:
+        return rows
+    return [{c: row[c] for c in columns} for row in rows]
+
+
+# -- dependents follow their dependencies -------------------------------------------------
+def settle(before: list[Row], after: list[Row]) -> Generator[Step, Any, None]:
+    """Jobs of ``before`` (locked, as they were) that have dependents and whose state
+    ``after`` differs: their dependents count them as met or unmet, or are cancelled."""
+    old = {row["id"]: row["status"] for row in before if row.get("has_dependents")}
+    if not old:
+        return
+    moved = [
+        (row["id"], old[row["id"]], row["status"])
+        for row in after
+        if row["id"] in old and old[row["id"]] != row["status"]
+    ]
+    yield from dependents_follow(moved)
+
+
+def dependents_follow(moved: list[tuple[int, str, str]]) -> Generator[Step, Any, None]:
+    """``moved``: (job, status before, status now) of jobs with dependents. An edge
+    with run_on_failure false is met when its dependency completed; one with true when
+    it is final. Cancelling a dependent makes its own dependents follow in turn."""
+    while moved:
+        completed = [i for i, _, new in moved if new == "completed"]
+        ended = [i for i, old, new in moved if new in _FINAL and old in _ACTIVE]
+        if completed or ended:
+            yield Change(
+                "dependencies_met", {"completed": _listed(completed), "ended": _listed(ended)}
+            )
+        uncompleted = [i for i, old, _ in moved if old == "completed"]
+        reopened = [i for i, old, new in moved if old in _FINAL and new in _ACTIVE]
+        if uncompleted or reopened:
+            yield Change(
+                "dependencies_unmet",
+                {"reopened_completed": _listed(uncompleted), "reopened": _listed(reopened)},
+            )
+        status_now = {i: new for i, _, new in moved}
+        failed = [i for i, _, new in moved if new in ("failed", "cancelled")]
+        moved = []
+        if not failed:
+            break
+        doomed: list[Row] = yield Rows("dependents_to_cancel", {"failed": _listed(failed)})
+        seen: set[int] = set()
+        for row in doomed:
+            if row["id"] in seen:
+                continue
+            seen.add(row["id"])
+            dependency = row["dependency"]
+            error = f"dependency job {dependency} {status_now[dependency]}"
+            yield Change("cancel_dependent", {"id": row["id"], "error": error})
+            if row["has_dependents"]:
+                moved.append((row["id"], "pending", "cancelled"))
+
+
+# -- the shapes of handler ------------------------------------------------------------------
+def guarded(lock: str, update: str, columns: tuple[str, ...] | None = None) -> Handler:
+    """Lock the rows ``lock`` picks, run ``update`` on exactly those (``:locked``), read
+    them back (all columns, or ``columns``)."""
+
+    def handler(session: HandlerSession, params: Mapping[str, Any]) -> Steps:
+        locked: list[Row] = yield Rows(lock, params)
+        if not locked:
+            return []
+        ids = tuple(row["id"] for row in locked)
+        yield Change(update, {**params, "locked": ids})
+        rows: list[Row] = yield Rows("jobs_locked", {"locked": ids})
+        yield from settle(locked, rows)
+        return _only(rows, columns)
+
+    return handler
+
+
+def fail_jobs(session: HandlerSession, params: Mapping[str, Any]) -> Steps:
+    """One UPDATE per item: MySQL gives no order to the assignments of an UPDATE that
+    joins the items, and the history entry must read the worker before it is cleared."""
+    locked: list[Row] = yield Rows("claimed_items_lock", params)
+    if not locked:
+        return []
+    held = {row["id"] for row in locked}
+    changed = []
+    for item in json.loads(params["items"]):
+        if item["id"] not in held:
+            continue
+        done: int = yield Change(
+            "fail_update",
+            {
+                "id": item["id"],
+                "claim_id": item["claim_id"],
+                "attempts": item["attempts"],
+                "again": bool(item.get("again")),
+                "error": item.get("error"),
+                "error_kind": item.get("error_kind"),
+                "delay_s": item.get("delay_s") or 0,
+            },
+        )
+        if done:
+            changed.append(item["id"])
+    if not changed:
+        return []
+    rows: list[Row] = yield Rows("jobs_locked", {"locked": tuple(changed)})
+    yield from settle(locked, rows)
+    return rows
+
+
+def end_leases(session: HandlerSession, params: Mapping[str, Any]) -> Steps:
+    """Expired leases ended as decided above: one UPDATE per item (see fail_jobs)."""
+    locked: list[Row] = yield Rows("end_leases_lock", params)
+    if not locked:
+        return []
+    held = {row["id"] for row in locked}
+    for item in json.loads(params["items"]):
+        if item["id"] in held:
+            yield Change(
+                "end_lease_update",
+                {
+                    "id": item["id"],
+                    "again": bool(item.get("again")),
+                    "error": item.get("error"),
+                    "cause": item.get("cause"),
+                },
+            )
+    rows: list[Row] = yield Rows("jobs_locked", {"locked": tuple(held)})
+    yield from settle(locked, rows)
+    return _only(rows, _ID_QUEUE_STATUS)
+
+
+def insert_job(session: HandlerSession, params: Mapping[str, Any]) -> Steps:
+    """An active job with the key already: no row (ON CONFLICT DO NOTHING)."""
+    try:
+        new_id, _ = yield Insert("insert_job", params)
+    except DuplicateJob:
+        return []
+    rows: list[Row] = yield Rows("inserted_jobs", {"first_id": new_id, "last_id": new_id})
+    return rows
+
+
+def insert_many(columns: tuple[str, ...]) -> Handler:
+    def handler(session: HandlerSession, params: Mapping[str, Any]) -> Steps:
+        if session.consecutive_ids:
+            first, count = yield Insert("insert_jobs", params)
+            if not count:
+                return []
+            last = first + count - 1
+            rows: list[Row] = yield Rows("inserted_jobs", {"first_id": first, "last_id": last})
+            return _only(rows, columns)
+        # Ids of one INSERT may interleave with another's: one row at a time.
+        rows = []
+        for item in json.loads(params["items"]):
+            new_id, _ = yield Insert("insert_jobs", {"items": json.dumps([item])})
+            rows += yield Rows("inserted_jobs", {"first_id": new_id, "last_id": new_id})
+        return _only(rows, columns)
+
+    return handler
+
+
+def insert_workflow(session: HandlerSession, params: Mapping[str, Any]) -> Steps:
+    new_id, _ = yield Insert("insert_workflow", params)
+    rows: list[Row] = yield Rows("workflow_created", {"id": new_id})
+    return rows
+
+
+def reserve_job_ids(session: HandlerSession, params: Mapping[str, Any]) -> Steps:
+    """Placeholder jobs take the ids from the table's AUTO_INCREMENT, inside a savepoint
+    rolled back at once: InnoDB never hands out those values again, and nothing else
+    of the placeholders (rows, count deltas) outlives the rollback."""
+    n = int(params["n"])
+    if n <= 0:
+        return []
+    yield Change("reserve_savepoint", {})
+    ids: list[int] = []
+    if session.consecutive_ids:
+        first, count = yield Insert("reserve_placeholders", {"slots": json.dumps([0] * n)})
+        ids = list(range(first, first + count))
+    else:
+        # Ids of one INSERT may interleave with another's: one row at a time.
+        for _ in range(n):
+            new_id, _count = yield Insert("reserve_placeholders", {"slots": "[0]"})
+            ids.append(new_id)
+    # (A failed INSERT fails the operation: its transaction is rolled back whole.)
+    yield Change("reserve_rollback", {})
+    return [{"id": i} for i in ids]
+
+
+def insert_steps(session: HandlerSession, params: Mapping[str, Any]) -> Steps:
+    """A step whose key an active job holds fails the whole INSERT here (MySQL has no
+    ON CONFLICT … DO NOTHING for one index): no row answers for the chunk, and the
+    caller names the step."""
+    try:
+        yield Change("insert_steps", params)
+    except DuplicateJob:
+        return []
+    rows: list[Row] = yield Rows("inserted_steps", {"items": params["items"]})
+    return rows
+
+
+def mark_dependencies(session: HandlerSession, params: Mapping[str, Any]) -> Steps:
+    locked: list[Row] = yield Rows("mark_dependencies_lock", params)
+    if locked:
+        yield Change("mark_dependencies_update", {"locked": tuple(r["id"] for r in locked)})
+    return locked
+
+
+def upsert_then(upsert: str, read: str, key: str) -> Handler:
+    """INSERT … ON DUPLICATE KEY UPDATE, then the row as it now is."""
+
+    def handler(session: HandlerSession, params: Mapping[str, Any]) -> Steps:
+        yield Change(upsert, params)
+        rows: list[Row] = yield Rows(read, {key: params[key]})
+        return rows
+
+    return handler
+
+
+def take_schedule_slot(session: HandlerSession, params: Mapping[str, Any]) -> Steps:
+    taken: int = yield Change("take_schedule_slot_update", params)
+    return [{"name": params["name"]}] if taken else []
+
+
+def take_notifications(session: HandlerSession, params: Mapping[str, Any]) -> Steps:
+    locked: list[Row] = yield Rows("take_notifications_lock", params)
+    if locked:
+        pairs = tuple((row["job_id"], row["subscriber"]) for row in locked)
+        yield Change("take_notifications_update", {**params, "locked": pairs})
+    return locked
+
+
+def fold_counts(session: HandlerSession, params: Mapping[str, Any]) -> Steps:
+    """Move the deltas into the counts and the throughput. Deltas are taken with SKIP
+    LOCKED: those of transactions still open, or of another folder, wait for a later
+    fold, so two folders never count one twice."""
+    folded = 0
+    while True:
+        taken: list[Row] = yield Rows("fold_take", {"limit": _FOLD_BATCH})
+        if not taken:
+            break
+        ids = tuple(row["id"] for row in taken)
+        yield Change("fold_counts_add", {"locked": ids})
+        yield Change("fold_throughput_add", {"locked": ids})
+        yield Change("fold_forget", {"locked": ids})
+        folded += len(ids)
+        if len(ids) < _FOLD_BATCH:
+            break
+    return [{"folded": folded}]
+
+
+HANDLERS: dict[str, Handler] = {
+    # admin
+    "reopen_job": guarded("reopen_job_lock", "reopen_job_update"),
+    "reopen_job_within_attempts": guarded(
+        "reopen_job_within_attempts_lock", "reopen_job_within_attempts_update"
+    ),
+    "cancel_job": guarded("cancel_job_lock", "cancel_job_update"),
+    "reopen_jobs": guarded("reopen_jobs_lock", "reopen_job_update", _ID_QUEUE),
+    "complete_by_key": guarded("complete_by_key_lock", "complete_by_key_update", _ID_QUEUE),
+    # claims
+    "claim_jobs": guarded("claim_jobs_lock", "claim_update"),
+    "claim_ids": guarded("claim_ids_lock", "claim_update"),
+    "claim_job": guarded("claim_job_lock", "claim_update"),
+    "ack_claim": guarded("ack_claim_lock", "ack_claim_update", _ID_QUEUE),
+    "release_claim": guarded("release_claim_lock", "release_update", _ID_QUEUE),
+    "release_job": guarded("release_job_lock", "release_update"),
+    "reset_claims": guarded("reset_claims_lock", "release_update", _ID_QUEUE),
+    "end_leases": end_leases,
+    # enqueue
+    "insert_job": insert_job,
+    "insert_jobs": insert_many(("id", "run_at", "created_at")),
+    "insert_job_ids": insert_many(("id",)),
+    "mark_dependencies": mark_dependencies,
+    "cancel_for_dependency": guarded("cancel_for_dependency_lock", "cancel_for_dependency_update"),
+    # flow
+    "save_queue_settings": upsert_then("save_queue_settings_upsert", "queue_settings", "queue"),
+    # reading
+    "fold_counts": fold_counts,
+    # registry
+    "save_schedule": upsert_then("save_schedule_upsert", "schedule_by_name", "name"),
+    "take_schedule_slot": take_schedule_slot,
+    "take_notifications": take_notifications,
+    # workflows
+    "insert_workflow": insert_workflow,
+    "reserve_job_ids": reserve_job_ids,
+    "insert_steps": insert_steps,
+    "cancel_workflow": guarded("cancel_workflow_lock", "cancel_job_update", _ID_QUEUE),
+    # reports
+    "complete_jobs": guarded("claimed_items_lock", "complete_update"),
+    "complete_job_ids": guarded("claimed_items_lock", "complete_update", _ID_QUEUE_STATUS),
+    "fail_jobs": fail_jobs,
+    "snooze_jobs": guarded("claimed_items_lock", "snooze_update"),
+    "heartbeat_jobs": guarded("claimed_items_lock", "heartbeat_update"),
+    "heartbeat_job_ids": guarded("claimed_items_lock", "heartbeat_update", ("id",)),
+    "progress_job": guarded("progress_job_lock", "progress_job_update"),
+}
+
+
+from conveyor.drivers.mysql.operator_handlers import OPERATOR_HANDLERS  # noqa: E402
+
+HANDLERS.update(OPERATOR_HANDLERS)
+
+
+def sync_handlers() -> dict[str, Callable[[Any, Any], Result]]:
+    """``{operation name: handler(session, op)}`` for a synchronous session (a
+    ``Runner``): the handler's statements run one after the other."""
+
+    def make(handler: Handler) -> Callable[[Any, Any], Result]:
+        return lambda session, op: drive(handler(session, op.params()), session)
+
+    return {name: make(handler) for name, handler in HANDLERS.items()}
+
+
+def async_handlers() -> dict[str, Callable[[Any, Any], Awaitable[Result]]]:
+    """The same for an asynchronous session (an ``AsyncRunner``)."""
+
+    def make(handler: Handler) -> Callable[[Any, Any], Awaitable[Result]]:
+        return lambda session, op: drive_async(handler(session, op.params()), session)
+
+    return {name: make(handler) for name, handler in HANDLERS.items()}

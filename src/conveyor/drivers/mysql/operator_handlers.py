@@ -1,0 +1,61 @@
+"""Handlers of the operator's operations (queries/operator.sql): per-task changes by
+key, the console's runs and deletes, payload search and the hourly throughput roll-up.
+Same shapes as handlers.py: a generator of statements, run in the session's
+transaction, that returns what the PostgreSQL statement returns."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from conveyor.drivers.mysql.handlers import (
+    Change,
+    Handler,
+    HandlerSession,
+    Rows,
+    Steps,
+    guarded,
+)
+from conveyor.drivers.values import Row
+
+_ID_QUEUE = ("id", "queue")
+
+
+def delete_job(session: HandlerSession, params: Mapping[str, Any]) -> Steps:
+    """A final job deleted (its subscribers and edges cascade): answers id, queue."""
+    locked: list[Row] = yield Rows("delete_job_lock", params)
+    if not locked:
+        return []
+    yield Change("delete_job_delete", {"locked": tuple(row["id"] for row in locked)})
+    return locked
+
+
+def search_payload(session: HandlerSession, params: Mapping[str, Any]) -> Steps:
+    """The field's JSON path is built here, the name quoted as a JSON string, so any
+    name (dots, quotes, spaces) reads one top-level member."""
+    path = "$." + json.dumps(params["field"], ensure_ascii=False)
+    rows: list[Row] = yield Rows("search_payload", {**params, "path": path})
+    return rows
+
+
+def roll_up_throughput(session: HandlerSession, params: Mapping[str, Any]) -> Steps:
+    """Lock the per-minute rows to roll up, then add them to their hours; the caller
+    deletes them (drop_rolled_minutes) in the same transaction. Answers how many
+    (hour, queue) rows were written."""
+    locked: list[Row] = yield Rows("roll_up_throughput_lock", params)
+    if not locked:
+        return 0
+    yield Change("roll_up_throughput_add", params)
+    return len({(row["hour"], row["queue"]) for row in locked})
+
+
+OPERATOR_HANDLERS: dict[str, Handler] = {
+    "cancel_by_key": guarded("cancel_by_key_lock", "cancel_by_key_update", _ID_QUEUE),
+    "fail_by_key": guarded("fail_by_key_lock", "fail_by_key_update", _ID_QUEUE),
+    "run_now": guarded("run_now_lock", "run_now_update"),
+    "run_now_jobs": guarded("run_now_jobs_lock", "run_now_jobs_update", _ID_QUEUE),
+    "delete_job": delete_job,
+    "search_payload": search_payload,
+    "roll_up_throughput": roll_up_throughput,
+}

@@ -1,0 +1,79 @@
+-- An operator's changes to jobs. {now} is the database clock, UTC_TIMESTAMP(6).
+-- A statement that PostgreSQL writes as UPDATE … RETURNING is three here, run by its
+-- handler in handlers.py in one transaction: <name>_lock picks and locks the rows
+-- (SELECT … FOR UPDATE), <name>_update changes exactly those (:locked, their ids), and
+-- a SELECT reads them back.
+
+-- name: reopen_job_lock
+-- An explicit retry: a final job becomes pending again with a fresh set of attempts.
+SELECT id, status, has_dependents FROM conveyor_jobs
+WHERE id = :id AND status IN {from_retry}
+FOR UPDATE;
+
+-- name: reopen_job_update
+UPDATE conveyor_jobs
+SET status = 'pending', attempts = 0, run_at = {now}, result = NULL, finished_at = NULL,
+    claim_id = NULL, claimed_at = NULL, worker = NULL, heartbeat_at = NULL,
+    lease_expires_at = NULL, updated_at = {now}
+WHERE id IN :locked AND status IN {from_retry};
+
+-- name: reopen_job_within_attempts_lock
+-- A retry that keeps the attempts spent: only a failed or cancelled job that has
+-- attempts left becomes pending again.
+SELECT id, status, has_dependents FROM conveyor_jobs
+WHERE id = :id AND status IN {from_retry_within_attempts} AND attempts < max_attempts
+FOR UPDATE;
+
+-- name: reopen_job_within_attempts_update
+UPDATE conveyor_jobs
+SET status = 'pending', run_at = {now}, result = NULL, finished_at = NULL,
+    claim_id = NULL, claimed_at = NULL, worker = NULL, heartbeat_at = NULL,
+    lease_expires_at = NULL, updated_at = {now}
+WHERE id IN :locked AND status IN {from_retry_within_attempts};
+
+-- name: cancel_job_lock
+SELECT id, status, has_dependents FROM conveyor_jobs
+WHERE id = :id AND status IN {from_cancel}
+FOR UPDATE;
+
+-- name: cancel_job_update
+UPDATE conveyor_jobs
+SET status = 'cancelled', finished_at = {now}, lease_expires_at = NULL, updated_at = {now}
+WHERE id IN :locked AND status IN {from_cancel};
+
+-- name: complete_by_key_lock
+-- :statuses: the states a job may be completed from (active ones; failed ones too
+-- when the caller reconciles work done elsewhere).
+SELECT id, status, has_dependents FROM conveyor_jobs
+WHERE queue = :queue AND `key` = :key
+  AND status IN (SELECT s FROM JSON_TABLE(:statuses, '$[*]' COLUMNS (s {text} PATH '$')) AS t)
+FOR UPDATE;
+
+-- name: complete_by_key_update
+UPDATE conveyor_jobs
+SET status = 'completed', result = :result, error = NULL, error_kind = NULL,
+    finished_at = {now}, lease_expires_at = NULL, updated_at = {now}
+WHERE id IN :locked
+  AND status IN (SELECT s FROM JSON_TABLE(:statuses, '$[*]' COLUMNS (s {text} PATH '$')) AS t);
+
+-- name: prune_jobs
+DELETE FROM conveyor_jobs
+WHERE status IN (SELECT s FROM JSON_TABLE(:statuses, '$[*]' COLUMNS (s {text} PATH '$')) AS t)
+  AND finished_at <= {now} - INTERVAL :older_than_s SECOND;
+
+-- name: sealed_jobs
+-- Jobs whose payload or result is encrypted (conveyor.crypto), by id, after :after.
+SELECT id, payload, result FROM conveyor_jobs
+WHERE id > :after AND (instr(payload, :marker) > 0 OR instr(result, :marker) > 0)
+ORDER BY id
+LIMIT :limit;
+
+-- name: reseal_payload
+-- The payload sealed again (conveyor reencrypt), if it is still what was read.
+UPDATE conveyor_jobs SET payload = :new
+WHERE id = :id AND payload = :old;
+
+-- name: reseal_result
+-- The result sealed again (conveyor reencrypt), if it is still what was read.
+UPDATE conveyor_jobs SET result = :new
+WHERE id = :id AND result = :old;

@@ -1,0 +1,140 @@
+-- Claims: taking jobs, and handing them back. The *_lock statements pick and lock the
+-- rows a handler then changes (see admin.sql).
+
+-- name: claim_jobs_lock
+-- The fast path: queues without flow control (pause, limits) only. SKIP LOCKED:
+-- concurrent claimers take different rows instead of queueing on one.
+SELECT id, status, has_dependents FROM conveyor_jobs
+WHERE queue = :queue AND status IN {from_claim} AND waiting_for = 0 AND run_at <= {now}
+  AND NOT EXISTS (SELECT 1 FROM conveyor_queues AS c WHERE c.queue = :queue AND c.controlled)
+ORDER BY priority, id
+LIMIT :limit
+FOR UPDATE SKIP LOCKED;
+
+-- name: claim_ids_lock
+-- The flow-controlled path: the jobs chosen under the queue's limits, while the
+-- queue's settings row is locked. Still guarded.
+SELECT id, status, has_dependents FROM conveyor_jobs
+WHERE id IN (SELECT id FROM JSON_TABLE(:ids, '$[*]' COLUMNS (id BIGINT PATH '$')) AS t)
+  AND status IN {from_claim} AND waiting_for = 0
+FOR UPDATE;
+
+-- name: claim_job_lock
+-- One job, named by id: claimable while pending with its dependencies met.
+SELECT id, status, has_dependents FROM conveyor_jobs
+WHERE id = :id AND status IN {from_claim_job} AND waiting_for = 0
+FOR UPDATE;
+
+-- name: claim_update
+-- What every claim does to the jobs it took.
+UPDATE conveyor_jobs
+SET status = 'running',
+    attempts = attempts + 1,
+    claim_id = :claim_id,
+    worker = :worker,
+    claimed_at = {now},
+    heartbeat_at = {now},
+    started_at = {now},
+    lease_seconds = :lease_s,
+    lease_expires_at = {now} + INTERVAL :lease_s SECOND,
+    updated_at = {now}
+WHERE id IN :locked AND status IN {from_claim} AND waiting_for = 0;
+
+-- name: count_claimable
+-- Claimable now: pending, minus those not yet due or waiting on others. Counted from
+-- the counts and two small index ranges, never the backlog; 0 while paused. Also how
+-- many count deltas were read (the caller folds them when they pile up).
+SELECT (SELECT count(*) FROM conveyor_count_deltas) AS deltas, CASE
+    WHEN EXISTS (SELECT 1 FROM conveyor_queues WHERE queue = :queue AND paused) THEN 0
+    ELSE CAST(coalesce((SELECT sum(n) FROM (
+                           SELECT n FROM conveyor_counts
+                           WHERE queue = :queue AND status = 'pending'
+                           UNION ALL
+                           SELECT n FROM conveyor_count_deltas
+                           WHERE queue = :queue AND status = 'pending') AS parts), 0)
+              - (SELECT count(*) FROM conveyor_jobs
+                 WHERE queue = :queue AND status = 'pending' AND run_at > created_at
+                   AND run_at > {now})
+              - (SELECT count(*) FROM conveyor_jobs
+                 WHERE queue = :queue AND status = 'pending' AND waiting_for > 0
+                   AND run_at <= {now}) AS SIGNED)
+    END AS n;
+
+-- name: ack_claim_lock
+SELECT id, status, has_dependents FROM conveyor_jobs
+WHERE claim_id = :claim_id AND status IN {from_ack}
+FOR UPDATE;
+
+-- name: ack_claim_update
+UPDATE conveyor_jobs
+SET status = 'completed', error = NULL, error_kind = NULL, finished_at = {now},
+    lease_expires_at = NULL, updated_at = {now}
+WHERE id IN :locked AND status IN {from_ack};
+
+-- name: release_claim_lock
+SELECT id, status, has_dependents FROM conveyor_jobs
+WHERE claim_id = :claim_id AND status IN {from_release}
+  AND (:queues IS NULL
+       OR queue IN (SELECT q FROM JSON_TABLE(:queues, '$[*]' COLUMNS (q {text} PATH '$')) AS t))
+FOR UPDATE;
+
+-- name: release_job_lock
+SELECT id, status, has_dependents FROM conveyor_jobs
+WHERE id = :id AND status IN {from_release_job}
+FOR UPDATE;
+
+-- name: reset_claims_lock
+SELECT id, status, has_dependents FROM conveyor_jobs
+WHERE status IN {from_reset_claims} AND claimed_at <= {now} - INTERVAL :older_than_s SECOND
+  AND (:queues IS NULL
+       OR queue IN (SELECT q FROM JSON_TABLE(:queues, '$[*]' COLUMNS (q {text} PATH '$')) AS t))
+  AND task IN (SELECT v FROM JSON_TABLE(:tasks, '$[*]' COLUMNS (v {text} PATH '$')) AS k)  -- if :tasks
+FOR UPDATE;
+
+-- name: release_update
+-- Back to pending, the claim forgotten (release_claim, release_job, reset_claims).
+UPDATE conveyor_jobs
+SET status = 'pending', claim_id = NULL, claimed_at = NULL, worker = NULL,
+    heartbeat_at = NULL, lease_expires_at = NULL, updated_at = {now}
+WHERE id IN :locked AND status IN {from_release};
+
+-- name: expired_leases
+-- Running jobs whose lease ran out: their worker died or hung. What ends them is
+-- decided above (conveyor.machine), then written by end_leases.
+SELECT id, queue, claim_id, worker, attempts, max_attempts
+FROM conveyor_jobs
+WHERE status IN {from_recover_retry} AND lease_expires_at < {now}
+  AND (:queues IS NULL
+       OR queue IN (SELECT q FROM JSON_TABLE(:queues, '$[*]' COLUMNS (q {text} PATH '$')) AS t))
+  AND (:id IS NULL OR id = :id)
+  AND task IN (SELECT v FROM JSON_TABLE(:tasks, '$[*]' COLUMNS (v {text} PATH '$')) AS k)  -- if :tasks
+ORDER BY lease_expires_at
+LIMIT :limit;
+
+-- name: end_leases_lock
+-- :items is a JSON array of {"id", "claim_id", "again", "error", "cause"}. Guarded: the
+-- same claim, still expired.
+SELECT id, status, has_dependents FROM conveyor_jobs
+WHERE (id, claim_id) IN (
+          SELECT id, claim_id FROM JSON_TABLE(:items, '$[*]' COLUMNS (
+              id BIGINT PATH '$.id', claim_id {text} PATH '$.claim_id')) AS t)
+  AND status IN {from_recover_retry} AND lease_expires_at < {now}
+ORDER BY id
+FOR UPDATE;
+
+-- name: end_lease_update
+-- One item of end_leases: back to pending when "again", else failed for good. The
+-- checkpoint is kept for resume; the attempt's error joins the job's history. Assigned
+-- from left to right: the history entry reads worker before it is cleared.
+UPDATE conveyor_jobs
+SET errors = JSON_ARRAY_APPEND({errors_kept}, '$', JSON_OBJECT(
+        'attempt', attempts, 'kind', 'retryable', 'at', {now}, 'worker', worker,
+        'error', :cause)),
+    status = CASE WHEN :again THEN 'pending' ELSE 'failed' END,
+    finished_at = CASE WHEN :again THEN NULL ELSE {now} END,
+    error = :error,
+    error_kind = 'retryable',
+    claim_id = NULL, claimed_at = NULL, heartbeat_at = NULL, lease_expires_at = NULL,
+    updated_at = {now},
+    worker = NULL
+WHERE id = :id AND status IN {from_recover_retry};

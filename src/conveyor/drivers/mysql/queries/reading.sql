@@ -1,0 +1,130 @@
+-- Reading jobs and counts.
+
+-- name: get_job
+SELECT *, {now} AS db_now FROM conveyor_jobs WHERE id = :id;
+
+-- name: jobs_by_id
+SELECT * FROM conveyor_jobs
+WHERE id IN (SELECT id FROM JSON_TABLE(:ids, '$[*]' COLUMNS (id BIGINT PATH '$')) AS t);
+
+-- name: list_jobs
+-- Each filter is a line of its own, kept only when given (see Statements): every
+-- combination is a plain conjunction that an index serves.
+SELECT * FROM conveyor_jobs
+WHERE id > :after
+  AND queue = :queue                      -- if :queue
+  AND status = :status                    -- if :status
+  AND `key` = :key                        -- if :key
+  AND task = :task                        -- if :task
+  AND created_at >= :created_after        -- if :created_after
+  AND created_at < :created_before        -- if :created_before
+ORDER BY id
+LIMIT :limit;
+
+-- name: list_jobs_newest
+SELECT * FROM conveyor_jobs
+WHERE true
+  AND queue = :queue                      -- if :queue
+  AND status = :status                    -- if :status
+  AND `key` = :key                        -- if :key
+  AND task = :task                        -- if :task
+  AND created_at >= :created_after        -- if :created_after
+  AND created_at < :created_before        -- if :created_before
+  AND id < :before                        -- if :before
+ORDER BY id DESC
+LIMIT :limit;
+
+-- name: dependents
+SELECT job_id FROM conveyor_dependencies WHERE depends_on = :id ORDER BY job_id;
+
+-- name: subscribers
+SELECT subscriber FROM conveyor_subscribers
+WHERE job_id = :job_id
+ORDER BY created_at, subscriber;
+
+-- name: count_by_queue_status
+-- The folded counts plus the deltas not yet folded.
+SELECT queue, status, CAST(sum(n) AS SIGNED) AS n
+FROM (SELECT queue, status, n FROM conveyor_counts
+      UNION ALL
+      SELECT queue, status, n FROM conveyor_count_deltas) AS parts
+WHERE (:queue IS NULL OR queue = :queue)
+GROUP BY queue, status
+HAVING sum(n) <> 0;
+
+-- name: count_deltas
+-- How many deltas wait to be folded, counted no further than :limit.
+SELECT count(*) AS n FROM (SELECT 1 FROM conveyor_count_deltas LIMIT :limit) AS d;
+
+-- name: fold_take
+-- The fold_counts handler: a batch of deltas, locked; those another folder holds, or
+-- that belong to transactions not yet committed, are skipped.
+SELECT id FROM conveyor_count_deltas ORDER BY id LIMIT :limit FOR UPDATE SKIP LOCKED;
+
+-- name: fold_counts_add
+INSERT INTO conveyor_counts (queue, status, n)
+SELECT queue, status, sum(n) FROM conveyor_count_deltas
+WHERE id IN :locked
+GROUP BY queue, status
+ORDER BY queue, status
+ON DUPLICATE KEY UPDATE n = conveyor_counts.n + VALUES(n);
+
+-- name: fold_throughput_add
+INSERT INTO conveyor_throughput (minute, queue, completed, failed)
+SELECT {minute_of_at}, queue,
+       sum(CASE WHEN status = 'completed' THEN entered ELSE 0 END),
+       sum(CASE WHEN status = 'failed' THEN entered ELSE 0 END)
+FROM conveyor_count_deltas
+WHERE id IN :locked AND status IN ('completed', 'failed') AND entered > 0
+GROUP BY 1, 2
+ORDER BY 1, 2
+ON DUPLICATE KEY UPDATE completed = conveyor_throughput.completed + VALUES(completed),
+                        failed = conveyor_throughput.failed + VALUES(failed);
+
+-- name: fold_forget
+DELETE FROM conveyor_count_deltas WHERE id IN :locked;
+
+-- name: pending_summary
+-- Per queue with pending jobs: since when the oldest job that is due has been due (an
+-- index probe each, stepping over jobs not yet due) and how many are not yet due (an
+-- index range).
+SELECT q.queue,
+       (SELECT j.run_at FROM conveyor_jobs AS j
+        WHERE j.status = 'pending' AND j.run_at <= {now} AND j.queue = q.queue
+        ORDER BY j.id LIMIT 1) AS oldest_pending_at,
+       (SELECT count(*) FROM conveyor_jobs AS j
+        WHERE j.queue = q.queue AND j.status = 'pending' AND j.run_at > j.created_at
+          AND j.run_at > {now}) AS scheduled
+FROM (SELECT queue FROM (SELECT queue, n FROM conveyor_counts WHERE status = 'pending'
+                         UNION ALL
+                         SELECT queue, n FROM conveyor_count_deltas
+                         WHERE status = 'pending') AS parts
+      WHERE (:queue IS NULL OR queue = :queue)
+      GROUP BY queue HAVING sum(n) > 0) AS q;
+
+-- name: expired_summary
+SELECT queue, count(*) AS n FROM conveyor_jobs
+WHERE status = 'running' AND lease_expires_at < {now}
+  AND (:queue IS NULL OR queue = :queue)
+GROUP BY queue;
+
+-- name: throughput
+-- Jobs completed and failed per minute since :since, folded or not.
+SELECT minute, CAST(sum(completed) AS SIGNED) AS completed, CAST(sum(failed) AS SIGNED) AS failed
+FROM (SELECT minute, queue, completed, failed FROM conveyor_throughput
+      UNION ALL
+      SELECT {minute_of_at}, queue,
+             CASE WHEN status = 'completed' THEN entered ELSE 0 END,
+             CASE WHEN status = 'failed' THEN entered ELSE 0 END
+      FROM conveyor_count_deltas
+      WHERE status IN ('completed', 'failed') AND entered > 0) AS parts
+WHERE minute >= :since AND (:queue IS NULL OR queue = :queue)
+GROUP BY minute
+ORDER BY minute;
+
+-- name: prune_throughput
+DELETE FROM conveyor_throughput
+WHERE minute < {now} - INTERVAL :older_than_s SECOND;
+
+-- name: db_now
+SELECT {now} AS db_now;

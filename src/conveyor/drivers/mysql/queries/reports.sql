@@ -1,0 +1,93 @@
+-- What the holder of a claim reports. Every statement names the claim and changes
+-- nothing once that claim no longer holds the job.
+
+-- name: claimed_items_lock
+-- :items is a JSON array of {"id", "claim_id", …}: those of its jobs that the named
+-- claims still hold, locked (complete_jobs, fail_jobs, snooze_jobs, heartbeat_jobs).
+SELECT id, status, has_dependents FROM conveyor_jobs
+WHERE (id, claim_id) IN (
+          SELECT id, claim_id FROM JSON_TABLE(:items, '$[*]' COLUMNS (
+              id BIGINT PATH '$.id', claim_id {text} PATH '$.claim_id')) AS t)
+  AND status IN {from_complete}
+ORDER BY id
+FOR UPDATE;
+
+-- name: complete_update
+-- Each item's "result" is JSON text or null.
+UPDATE conveyor_jobs AS j
+JOIN JSON_TABLE(:items, '$[*]' COLUMNS (
+         id BIGINT PATH '$.id', result LONGTEXT PATH '$.result')) AS item ON item.id = j.id
+SET j.status = 'completed',
+    j.result = item.result,
+    j.error = NULL,
+    j.error_kind = NULL,
+    j.finished_at = {now},
+    j.lease_expires_at = NULL,
+    j.updated_at = {now}
+WHERE j.id IN :locked AND j.status IN {from_complete};
+
+-- name: fail_update
+-- One item of fail_jobs ({"id", "claim_id", "attempts", "again", "error", "error_kind",
+-- "delay_s"}): back to pending after the delay when "again", else failed for good
+-- (decided above, from the attempts read: the guard checks they still hold). MySQL
+-- assigns from left to right, each assignment seeing the ones before it: the history
+-- entry is written first (it reads worker), status and worker last.
+UPDATE conveyor_jobs
+SET errors = JSON_ARRAY_APPEND({errors_kept}, '$', JSON_OBJECT(
+        'attempt', attempts, 'error', right(:error, 4000), 'kind', :error_kind,
+        'at', {now}, 'worker', worker)),
+    error = :error,
+    error_kind = :error_kind,
+    run_at = CASE WHEN :again THEN {now} + INTERVAL :delay_s SECOND ELSE run_at END,
+    finished_at = CASE WHEN :again THEN NULL ELSE {now} END,
+    claimed_at = CASE WHEN :again THEN NULL ELSE claimed_at END,
+    heartbeat_at = CASE WHEN :again THEN NULL ELSE heartbeat_at END,
+    lease_expires_at = NULL,
+    updated_at = {now},
+    worker = CASE WHEN :again THEN NULL ELSE worker END,
+    status = CASE WHEN :again THEN 'pending' ELSE 'failed' END,
+    claim_id = CASE WHEN :again THEN NULL ELSE claim_id END
+WHERE id = :id AND claim_id = :claim_id AND attempts = :attempts
+  AND status IN {from_fail_retry};
+
+-- name: snooze_update
+-- :items is a JSON array of {"id", "claim_id", "delay_s"}. Back to pending after the
+-- delay without spending an attempt: waiting on something is not a failure.
+UPDATE conveyor_jobs AS j
+JOIN JSON_TABLE(:items, '$[*]' COLUMNS (
+         id BIGINT PATH '$.id', delay_s DOUBLE PATH '$.delay_s')) AS item ON item.id = j.id
+SET j.status = 'pending',
+    j.attempts = greatest(j.attempts - 1, 0),
+    j.run_at = {now} + INTERVAL item.delay_s SECOND,
+    j.claim_id = NULL, j.claimed_at = NULL, j.worker = NULL, j.heartbeat_at = NULL,
+    j.lease_expires_at = NULL,
+    j.updated_at = {now}
+WHERE j.id IN :locked AND j.status IN {from_snooze};
+
+-- name: heartbeat_update
+-- A null :extend_s keeps each claim's lease.
+UPDATE conveyor_jobs
+SET heartbeat_at = {now},
+    lease_expires_at = {now} + INTERVAL coalesce(:extend_s, lease_seconds) SECOND,
+    updated_at = {now}
+WHERE id IN :locked AND status IN {from_heartbeat};
+
+-- name: progress_job_lock
+SELECT id, status, has_dependents FROM conveyor_jobs
+WHERE id = :id AND claim_id = :claim_id AND status IN {from_heartbeat}
+FOR UPDATE;
+
+-- name: progress_job_update
+-- Absolute values, so a replayed call changes nothing; null leaves a field as it was.
+-- Reporting progress also renews the lease.
+UPDATE conveyor_jobs
+SET progress_total = coalesce(:total, progress_total),
+    progress_completed = coalesce(:completed, progress_completed),
+    progress_failed = coalesce(:failed, progress_failed),
+    progress_current = coalesce(:current, progress_current),
+    progress_checkpoint = coalesce(:checkpoint, progress_checkpoint),
+    progress_detail = coalesce(:detail, progress_detail),
+    heartbeat_at = {now},
+    lease_expires_at = {now} + INTERVAL lease_seconds SECOND,
+    updated_at = {now}
+WHERE id IN :locked AND status IN {from_heartbeat};

@@ -1,0 +1,288 @@
+"""What only the MySQL backend has to show: the caller's transaction on their own PyMySQL
+or aiomysql connection, deadlocks broken by the server and run again, JSON kept as sent,
+and wake-ups heard from other connections without LISTEN/NOTIFY."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import conveyor
+import conveyor.aio
+import conveyor.queue
+from conveyor import InvalidArgument, Status, TransactionConflict
+from tests.conftest import drop_schema, fresh_url, mysql_connection
+
+pytestmark = pytest.mark.queue_kinds("queue")
+
+
+@pytest.fixture
+def my_url(tmp_path: Path) -> Iterator[str]:
+    url, database = fresh_url("mysql", tmp_path)
+    yield url
+    drop_schema(database)  # type: ignore[arg-type]
+
+
+def _database(url: str) -> str:
+    return url.rsplit("/", 1)[1]
+
+
+def test_enqueue_commits_and_rolls_back_with_the_callers_transaction(my_url: str) -> None:
+    q = conveyor.connect(my_url)
+    with mysql_connection(_database(my_url), autocommit=False) as conn:
+        with conn.cursor() as cur:
+            cur.execute("CREATE TABLE books (title VARCHAR(100))")
+            cur.execute("INSERT INTO books VALUES ('Dune')")
+        job = q.enqueue("sync", {"book": "Dune"}, key="dune", conn=conn)
+        assert q.get(job.id) is None  # the queue's own connections cannot see it yet
+        conn.rollback()  # the application changed its mind: so does the queue
+        assert q.get(job.id) is None and q.stats().total == 0
+        with conn.cursor() as cur:
+            cur.execute("INSERT INTO books VALUES ('Emma')")
+        kept = q.enqueue("sync", {"book": "Emma"}, key="emma", conn=conn)
+        many = q.enqueue_many([{"task": "a"}, {"task": "b", "payload": [1]}], conn=conn)
+        conn.commit()
+        with conn.cursor() as cur:
+            cur.execute("SELECT title FROM books")
+            assert cur.fetchall() == (("Emma",),)
+    assert q.get(kept.id) == kept and [q.get(j.id) for j in many] == many
+    assert q.stats().pending == 3
+    # A key already active, inside the caller's transaction: their transaction goes on.
+    with mysql_connection(_database(my_url), autocommit=False) as conn:
+        again = q.enqueue("sync", key="emma", conn=conn)
+        assert again.id == kept.id and again.deduplicated
+        other = q.enqueue("sync", key="other", conn=conn)
+        conn.commit()
+    assert q.get(other.id) is not None
+    with pytest.raises(InvalidArgument, match="pymysql Connection"):
+        q.enqueue("sync", conn=object())
+    q.close()
+
+
+def test_an_autocommit_connection_gets_a_transaction_of_its_own(my_url: str) -> None:
+    q = conveyor.connect(my_url)
+    first = q.enqueue("parent")
+    with mysql_connection(_database(my_url), autocommit=True) as conn:
+        # Several statements (the job, its dependency's mark, its edges) commit as one.
+        job = q.enqueue("child", after=[first.id], conn=conn)
+    assert q.get(job.id) == job and job.waiting_for == 1
+    q.close()
+
+
+def test_json_is_kept_as_sent(my_url: str) -> None:
+    payload = {
+        "zeta": 1,
+        "alpha": [2**70, -(2**63), 0.1, 1e300, 1.5e-300, True, None],
+        "text": "é 😀 \u2028 ' \" \\ %s :name",
+        "nested": {"b": {}, "a": []},
+    }
+    with conveyor.connect(my_url) as q:
+        job = q.enqueue("t", payload)
+        got = q.get(job.id)
+        assert got is not None and got.payload == payload
+        assert json.dumps(got.payload) == json.dumps(payload)  # key order too
+        claim = q.claim()
+        done = q.complete(job.id, claim.id, payload)
+        assert json.dumps(q.get(done.id).result) == json.dumps(payload)  # type: ignore[union-attr]
+
+
+def _lock_rows_after_changing_many(url: str, ids: list[int]) -> Any:
+    """A connection whose open transaction wrote many rows elsewhere (so the server sees
+    it as the larger one, and picks the other to roll back) and locks the jobs ``ids``."""
+    with mysql_connection(_database(url)) as admin, admin.cursor() as cur:
+        cur.execute("CREATE TABLE IF NOT EXISTS scratch (n INT)")
+    conn = mysql_connection(_database(url), autocommit=False)
+    with conn.cursor() as cur:
+        cur.execute("SET SESSION innodb_lock_wait_timeout = 20")
+        cur.execute("INSERT INTO scratch VALUES " + ",".join(f"({n})" for n in range(50)))
+        for job_id in ids:
+            cur.execute("SELECT id FROM conveyor_jobs WHERE id = %s FOR UPDATE", (job_id,))
+    return conn
+
+
+def _wait_until_blocked(url: str) -> None:
+    """Until a transaction on the test's database waits for a row lock."""
+    with mysql_connection() as admin, admin.cursor() as cur:
+        for _ in range(200):
+            cur.execute(
+                "SELECT count(*) FROM information_schema.innodb_trx AS t"
+                " JOIN information_schema.processlist AS p ON p.id = t.trx_mysql_thread_id"
+                " WHERE t.trx_state = 'LOCK WAIT' AND p.db = %s",
+                (_database(url),),
+            )
+            if cur.fetchone()[0]:
+                return
+            time.sleep(0.02)
+    raise AssertionError("no transaction ever waited for a lock")
+
+
+def test_a_deadlock_runs_the_queues_own_transaction_again(
+    my_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    q = conveyor.connect(my_url)
+    a, b = q.enqueue("t"), q.enqueue("t")
+    claim = q.claim(limit=2)
+    assert {j.id for j in claim.jobs} == {a.id, b.id}
+    pauses: list[float] = []
+    pause = conveyor.queue.conflict_pause
+    monkeypatch.setattr(conveyor.queue, "conflict_pause", lambda n: pauses.append(n) or pause(n))
+
+    other = _lock_rows_after_changing_many(my_url, [b.id])
+    result: list[Any] = []
+    try:
+        _deadlock_a_failing_batch(q, other, a.id, b.id, claim.id, result)
+    finally:
+        other.close()
+    assert pauses == [0]  # one conflict, run again once
+    assert sorted(j.id for j in result[0]) == [a.id, b.id]
+    assert all(j.status == Status.FAILED for j in result[0])
+    assert q.stats(queue="default").failed == 2
+    q.close()
+
+
+def _deadlock_a_failing_batch(
+    q: conveyor.Queue, other: Any, a: int, b: int, claim: str, result: list[Any]
+) -> None:
+    """``other`` holds b; the queue's transaction locks a and waits for b; ``other``
+    asks for a."""
+    batch = [(a, claim, "boom", False, None), (b, claim, "boom", False, None)]
+    # One transaction of the queue's: it locks a, then waits for b.
+    failing = threading.Thread(target=lambda: result.append(q.fail_many(batch)))
+    failing.start()
+    _wait_until_blocked(q.url)
+    with other.cursor() as cur:  # ... while the other one wants a: a deadlock
+        cur.execute("SELECT id FROM conveyor_jobs WHERE id = %s FOR UPDATE", (a,))
+    other.commit()  # the server rolled the queue's transaction back, not this one
+    failing.join(timeout=30)
+
+
+def test_a_deadlock_in_the_callers_transaction_is_theirs_to_handle(my_url: str) -> None:
+    q = conveyor.connect(my_url)
+    a, b = q.enqueue("t", key="a"), q.enqueue("t", key="b")
+    other = _lock_rows_after_changing_many(my_url, [a.id])
+    raised: list[BaseException] = []
+    try:
+        with mysql_connection(_database(my_url), autocommit=False) as app:
+            assert q.complete_by_key("b", conn=app) == 1  # the application holds b ...
+
+            def complete_a() -> None:
+                try:
+                    q.complete_by_key("a", conn=app)  # ... and waits for a
+                except BaseException as exc:
+                    raised.append(exc)
+
+            waiting = threading.Thread(target=complete_a)
+            waiting.start()
+            _wait_until_blocked(my_url)
+            with other.cursor() as cur:  # the other transaction wants b: a deadlock
+                cur.execute("SELECT id FROM conveyor_jobs WHERE id = %s FOR UPDATE", (b.id,))
+            waiting.join(timeout=30)
+    finally:
+        other.rollback()
+        other.close()
+    assert len(raised) == 1 and isinstance(raised[0], TransactionConflict)
+    assert isinstance(raised[0], conveyor.DatabaseError)
+    assert "deadlock" in str(raised[0]).lower()
+    # Not run again: the whole of the application's transaction was rolled back.
+    assert q.get(a.id).status == q.get(b.id).status == Status.PENDING  # type: ignore[union-attr]
+    q.close()
+
+
+def test_waiters_hear_other_connections_commits(my_url: str) -> None:
+    """No LISTEN/NOTIFY: the watch of the count deltas wakes a waiter for another
+    connection's commit, long before its poll interval."""
+    waiter = conveyor.connect(my_url)
+    other = conveyor.connect(my_url)
+    job = waiter.enqueue("t")
+
+    def finish() -> None:
+        time.sleep(0.3)
+        claim = other.claim()
+        other.complete(job.id, claim.id)
+
+    finishing = threading.Thread(target=finish)
+    finishing.start()
+    started = time.monotonic()
+    done = waiter.wait(job.id, timeout=30, poll=20.0)  # polling alone would take 20 s
+    took = time.monotonic() - started
+    finishing.join()
+    assert done.status == Status.COMPLETED
+    print(f"woken {took - 0.3:.3f}s after the other connection's commit")
+    assert took < 20.0
+    other.close()
+    waiter.close()
+
+
+def test_async_enqueue_joins_the_callers_aiomysql_transaction(my_url: str) -> None:
+    import aiomysql
+
+    from tests.conftest import _mysql_server
+
+    async def scenario() -> None:
+        q = await conveyor.aio.connect(my_url)
+        options = {**_mysql_server(), "db": _database(my_url), "autocommit": False}
+        options.pop("connect_timeout")
+        conn = await aiomysql.connect(**options)
+        job = await q.enqueue("sync", {"book": "Dune"}, conn=conn)
+        assert await q.get(job.id) is None
+        await conn.rollback()
+        assert await q.get(job.id) is None
+        kept = await q.enqueue("sync", {"book": "Emma"}, conn=conn)
+        await conn.commit()
+        assert await q.get(kept.id) == kept
+        conn.close()
+        with pytest.raises(InvalidArgument, match="aiomysql Connection"):
+            await q.enqueue("sync", conn=object())
+        await q.close()
+
+    asyncio.run(scenario())
+
+
+def test_connections_the_server_dropped_are_replaced(my_url: str) -> None:
+    q = conveyor.connect(my_url + "?pool_max=4")
+    first = q.enqueue("t")
+    with mysql_connection() as admin, admin.cursor() as cur:
+        cur.execute(
+            "SELECT id FROM information_schema.processlist WHERE db = %s AND id <> CONNECTION_ID()",
+            (_database(my_url),),
+        )
+        for (connection,) in cur.fetchall():
+            cur.execute(f"KILL {int(connection)}")
+    # The next operation runs on a fresh connection, as after a server restart.
+    assert q.get(first.id) == first
+    assert q.enqueue("t").id > first.id
+    q.close()
+
+
+@pytest.mark.parametrize("consecutive", [True, False])
+def test_a_workflows_ids_are_reserved_without_rows_left_behind(
+    my_url: str, consecutive: bool
+) -> None:
+    q = conveyor.connect(my_url)
+    try:
+        # Under innodb_autoinc_lock_mode 2 one INSERT's ids may interleave with
+        # another's: the ids are then taken one row at a time.
+        q.driver.consecutive_ids = consecutive  # type: ignore[attr-defined]
+        before = q.enqueue("first")
+        wf = conveyor.Workflow("ids")
+        head = wf.add("a")
+        for n in range(4):
+            wf.add("b", n=n, after=[head])
+        run = q.enqueue_workflow(wf)
+        ids = [job.id for job in run.jobs.values()]
+        assert ids == sorted(ids) and len(set(ids)) == 5 and ids[0] > before.id
+        after = q.enqueue("last")
+        assert after.id > ids[-1]
+        # The placeholders that took the ids were rolled back: no job, no count.
+        assert {j.id for j in q.jobs(limit=100)} == {before.id, after.id, *ids}
+        assert q.stats().pending == 7 and q.stats().cancelled == 0
+        assert list(q.get(ids[1]).depends_on) == [ids[0]]
+    finally:
+        q.close()
