@@ -113,7 +113,7 @@ def test_an_idle_worker_process_starts_jobs_enqueued_by_another_process(
         (["--app", "tests.worker.apps:EFFECTS_ENV"], "expected a conveyor.App"),
         (["--app", "tests.worker.apps:chaos", "--queues", ","], "--queues"),
         (["--app", "tests.worker.apps:chaos", "--retain", "done=1d"], "--retain"),
-        (["--app", "tests.worker.apps:chaos", "--db", "mysql://x"], "unsupported scheme"),
+        (["--app", "tests.worker.apps:chaos", "--db", "oracle://x"], "unsupported scheme"),
     ],
 )
 def test_command_line_mistakes_are_one_line_on_stderr(

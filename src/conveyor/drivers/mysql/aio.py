@@ -31,6 +31,7 @@ from conveyor.drivers.mysql.driver import (
     conflict_pause,
 )
 from conveyor.drivers.mysql.handlers import Change, Insert, Rows, Step, async_handlers
+from conveyor.drivers.mysql.operator_handlers import OPERATOR_HANDLERS
 from conveyor.drivers.operations import Operation
 from conveyor.drivers.sql import Statements
 from conveyor.drivers.values import Row
@@ -42,7 +43,7 @@ _SQL_MODE = "STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION,ERROR_FOR_DIVISION_BY_ZERO
 
 
 class _AsyncMySQLSession(AsyncSession):
-    handlers = async_handlers()
+    handlers = async_handlers(OPERATOR_HANDLERS)
 
     def __init__(self, cursor: Any, queries: Statements, *, consecutive_ids: bool) -> None:
         super().__init__()

@@ -36,6 +36,7 @@ from conveyor.drivers.mysql.dialect import (
     translation,
 )
 from conveyor.drivers.mysql.handlers import Change, Insert, Rows, Step, sync_handlers
+from conveyor.drivers.mysql.operator_handlers import OPERATOR_HANDLERS
 from conveyor.drivers.operations import Operation
 from conveyor.drivers.sql import Statements
 from conveyor.drivers.values import Row
@@ -62,7 +63,7 @@ def conflict_pause(attempt: int) -> float:
 
 
 class _MySQLSession(Session):
-    handlers = sync_handlers()
+    handlers = sync_handlers(OPERATOR_HANDLERS)
 
     def __init__(self, cursor: Any, queries: Statements, *, consecutive_ids: bool) -> None:
         super().__init__()

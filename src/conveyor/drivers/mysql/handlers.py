@@ -412,25 +412,25 @@ HANDLERS: dict[str, Handler] = {
 }
 
 
-from conveyor.drivers.mysql.operator_handlers import OPERATOR_HANDLERS  # noqa: E402
-
-HANDLERS.update(OPERATOR_HANDLERS)
-
-
-def sync_handlers() -> dict[str, Callable[[Any, Any], Result]]:
+def sync_handlers(
+    extra: Mapping[str, Handler] | None = None,
+) -> dict[str, Callable[[Any, Any], Result]]:
     """``{operation name: handler(session, op)}`` for a synchronous session (a
-    ``Runner``): the handler's statements run one after the other."""
+    ``Runner``): the handler's statements run one after the other. ``extra``: handlers
+    kept in another module (``operator_handlers``, which imports this one)."""
 
     def make(handler: Handler) -> Callable[[Any, Any], Result]:
         return lambda session, op: drive(handler(session, op.params()), session)
 
-    return {name: make(handler) for name, handler in HANDLERS.items()}
+    return {name: make(handler) for name, handler in {**HANDLERS, **(extra or {})}.items()}
 
 
-def async_handlers() -> dict[str, Callable[[Any, Any], Awaitable[Result]]]:
+def async_handlers(
+    extra: Mapping[str, Handler] | None = None,
+) -> dict[str, Callable[[Any, Any], Awaitable[Result]]]:
     """The same for an asynchronous session (an ``AsyncRunner``)."""
 
     def make(handler: Handler) -> Callable[[Any, Any], Awaitable[Result]]:
         return lambda session, op: drive_async(handler(session, op.params()), session)
 
-    return {name: make(handler) for name, handler in HANDLERS.items()}
+    return {name: make(handler) for name, handler in {**HANDLERS, **(extra or {})}.items()}
