@@ -44,9 +44,10 @@ from conveyor.web.limits import header, is_json, refuse
 from conveyor.web.router import RouteRole, needed_role
 
 SAFE_METHODS = frozenset({"GET", "HEAD"})
-# A refused request's body up to this size is read by the connection and dropped (never
-# buffered or parsed), so the client gets the answer; past it the connection closes.
-DISCARDED_BODY_BYTES = 64 * 1024
+# A refused request's body up to this size (half the default largest body a route takes) is
+# read by the connection and dropped (never buffered or parsed), so the client gets the
+# answer rather than a reset; past it the connection closes.
+DISCARDED_BODY_BYTES = 512 * 1024
 CONTENT_SECURITY_POLICY = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
