@@ -16,7 +16,6 @@ from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from conveyor.drivers.aio import AsyncDriver, AsyncSession
-from conveyor.drivers.base import Capabilities
 from conveyor.drivers.operations import Operation
 from conveyor.drivers.postgres.dialect import (
     PostgresValues,
@@ -66,10 +65,6 @@ class _AsyncPostgresSession(AsyncSession):
 
 
 class AsyncPostgresDriver(PostgresValues, AsyncDriver):
-    capabilities = Capabilities(
-        one_round_trip=True, listen_notify=True, skip_locked=True, returning=True
-    )
-
     def __init__(
         self,
         conninfo: str,

@@ -19,6 +19,7 @@ from psycopg.types.datetime import TimestamptzLoader
 from psycopg.types.json import JsonbLoader
 from psycopg_pool import PoolTimeout
 
+from conveyor.drivers.base import Capabilities
 from conveyor.drivers.sql import Migration, load_migrations, load_queries
 from conveyor.drivers.values import Values
 from conveyor.errors import ConfigurationError, DatabaseError, DuplicateJob, InvalidArgument
@@ -53,6 +54,10 @@ class PostgresValues(Values):
     """Statements and values of one schema, for either kind of backend."""
 
     dialect = "postgresql"
+    # Declared once for the synchronous and the asynchronous driver.
+    capabilities = Capabilities(
+        one_round_trip=True, listen_notify=True, skip_locked=True, returning=True
+    )
 
     def __init__(self, conninfo: str, schema: str) -> None:
         if not _IDENTIFIER.match(schema):

@@ -18,7 +18,7 @@ from psycopg import sql
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from conveyor.drivers.base import Capabilities, Driver, Session
+from conveyor.drivers.base import Driver, Session
 from conveyor.drivers.operations import Operation
 from conveyor.drivers.postgres.dialect import (
     PostgresValues,
@@ -65,10 +65,6 @@ class _PostgresSession(Session):
 
 
 class PostgresDriver(PostgresValues, Driver):
-    capabilities = Capabilities(
-        one_round_trip=True, listen_notify=True, skip_locked=True, returning=True
-    )
-
     def __init__(
         self,
         conninfo: str,
