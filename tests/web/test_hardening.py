@@ -16,6 +16,7 @@ from starlette.routing import BaseRoute, Mount, Route
 
 import conveyor
 from conveyor.web import Limits, create_app
+from conveyor.web.guard import DISCARDED_BODY_BYTES
 from tests.web.conftest import TOKENS, bearer, snapshot
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -147,8 +148,12 @@ def test_bodies_to_public_or_unknown_paths_are_refused_from_the_head(client: Tes
     anonymous = {**JSON, "Authorization": ""}
     assert client.post("/nowhere", content=deep, headers=anonymous).status_code == 404
     assert client.post("/api/nowhere", content=deep, headers=anonymous).status_code == 404
+    past_drain = b"[" * (DISCARDED_BODY_BYTES + 1)
     for path in ("/healthz", "/", "/docs", "/openapi.json"):
         answer = client.post(path, content=deep, headers=anonymous)
+        assert answer.status_code == 413, path
+        assert "connection" not in answer.headers  # read to its end and dropped: kept open
+        answer = client.post(path, content=past_drain, headers=anonymous)
         assert answer.status_code == 413, path
         assert answer.headers["connection"] == "close"
     # A route that needs a token: 401, also before the body.
