@@ -3,14 +3,17 @@
 -- name: claim_jobs
 -- The fast path: queues without flow control (pause, limits) only. SKIP LOCKED:
 -- concurrent claimers take different rows instead of queueing on one.
+-- The claim times are clock_timestamp(), not now() (the transaction's start): a claim
+-- riding in a transaction that began before another one released its job must not date
+-- the start before that job's dependencies finished.
 UPDATE {schema}.conveyor_jobs AS j
 SET status = 'running',
     attempts = j.attempts + 1,
     claim_id = :claim_id,
     worker = :worker,
-    claimed_at = now(),
-    heartbeat_at = now(),
-    started_at = now(),
+    claimed_at = clock_timestamp(),
+    heartbeat_at = clock_timestamp(),
+    started_at = clock_timestamp(),
     lease_seconds = :lease_s,
     lease_expires_at = now() + make_interval(secs => :lease_s),
     updated_at = now()
@@ -34,9 +37,9 @@ SET status = 'running',
     attempts = attempts + 1,
     claim_id = :claim_id,
     worker = :worker,
-    claimed_at = now(),
-    heartbeat_at = now(),
-    started_at = now(),
+    claimed_at = clock_timestamp(),
+    heartbeat_at = clock_timestamp(),
+    started_at = clock_timestamp(),
     lease_seconds = :lease_s,
     lease_expires_at = now() + make_interval(secs => :lease_s),
     updated_at = now()
@@ -51,9 +54,9 @@ SET status = 'running',
     attempts = attempts + 1,
     claim_id = :claim_id,
     worker = :worker,
-    claimed_at = now(),
-    heartbeat_at = now(),
-    started_at = now(),
+    claimed_at = clock_timestamp(),
+    heartbeat_at = clock_timestamp(),
+    started_at = clock_timestamp(),
     lease_seconds = :lease_s,
     lease_expires_at = now() + make_interval(secs => :lease_s),
     updated_at = now()

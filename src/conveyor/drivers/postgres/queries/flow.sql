@@ -1,6 +1,8 @@
 -- Flow control: pause, concurrency caps and rate limits per queue. A claim of a queue
 -- with any of them set runs in one transaction that first locks the queue's settings
--- row, so claims of that queue take turns and no race lets a cap be passed.
+-- row, so claims of that queue take turns and no race lets a cap be passed. Starts are
+-- dated and counted by clock_timestamp(), taken once the lock is held (as the claim
+-- dates its jobs): now() is the transaction's start, before any wait for the lock.
 
 -- name: queue_settings
 SELECT *, now() AS db_now FROM {schema}.conveyor_queues
@@ -48,18 +50,18 @@ LIMIT :limit;
 
 -- name: count_starts
 SELECT count(*) AS n FROM {schema}.conveyor_starts
-WHERE queue = :queue AND started_at > now() - make_interval(secs => :period);
+WHERE queue = :queue AND started_at > clock_timestamp() - make_interval(secs => :period);
 
 -- name: count_starts_in_groups
 SELECT job_group, count(*) AS n FROM {schema}.conveyor_starts
-WHERE queue = :queue AND started_at > now() - make_interval(secs => :period)
+WHERE queue = :queue AND started_at > clock_timestamp() - make_interval(secs => :period)
   AND job_group IN (SELECT jsonb_array_elements_text(:groups::jsonb))
 GROUP BY job_group;
 
 -- name: record_starts
 INSERT INTO {schema}.conveyor_starts (queue, job_group, started_at)
-SELECT :queue, e, now() FROM jsonb_array_elements_text(:groups::jsonb) AS e;
+SELECT :queue, e, clock_timestamp() FROM jsonb_array_elements_text(:groups::jsonb) AS e;
 
 -- name: forget_starts
 DELETE FROM {schema}.conveyor_starts
-WHERE queue = :queue AND started_at <= now() - make_interval(secs => :period);
+WHERE queue = :queue AND started_at <= clock_timestamp() - make_interval(secs => :period);
