@@ -12,9 +12,11 @@ announces a change when they differ."""
 
 from __future__ import annotations
 
+import importlib
 import logging
 import queue
 import random
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -65,11 +67,19 @@ def conflict_pause(attempt: int) -> float:
 class _MySQLSession(Session):
     handlers = sync_handlers(OPERATOR_HANDLERS)
 
-    def __init__(self, cursor: Any, queries: Statements, *, consecutive_ids: bool) -> None:
+    def __init__(
+        self,
+        cursor: Any,
+        queries: Statements,
+        *,
+        consecutive_ids: bool,
+        escape: Callable[[Any], str] | None = None,
+    ) -> None:
         super().__init__()
         self._cur = cursor
         self._queries = queries
         self._consecutive_ids = consecutive_ids
+        self._escape = escape or cursor.connection.escape
 
     @property
     def consecutive_ids(self) -> bool:
@@ -86,7 +96,7 @@ class _MySQLSession(Session):
     def run_step(self, step: Step) -> Any:
         with translated():
             statement, params = bind(
-                self._queries.text(step.name, step.params), step.params, self._cur.connection.escape
+                self._queries.text(step.name, step.params), step.params, self._escape
             )
             self._cur.execute(statement, params)
             if isinstance(step, Rows):
@@ -94,6 +104,28 @@ class _MySQLSession(Session):
             if isinstance(step, Insert):
                 return int(self._cur.lastrowid), int(self._cur.rowcount)
             return int(self._cur.rowcount)
+
+
+def _caller_cursor(conn: Any) -> tuple[Any, Callable[[Any], str]]:
+    """A dict cursor on a caller's connection, and how to escape a value for it: a
+    PyMySQL connection, or a mysqlclient one (``MySQLdb``: Django's MySQL engine)."""
+    if isinstance(conn, pymysql.connections.Connection):
+        return conn.cursor(pymysql.cursors.DictCursor), conn.escape
+    mysqldb = sys.modules.get("MySQLdb")
+    connection = getattr(mysqldb, "connections", None)
+    if connection is not None and isinstance(conn, connection.Connection):
+        cursors = importlib.import_module("MySQLdb.cursors")
+        encoding = getattr(conn, "encoding", None) or "utf-8"
+
+        def escape(value: Any) -> str:
+            literal = conn.literal(value)
+            return literal.decode(encoding) if isinstance(literal, bytes) else str(literal)
+
+        return conn.cursor(cursors.DictCursor), escape
+    raise InvalidArgument(
+        "conn: expected a PyMySQL or mysqlclient (MySQLdb) connection for a MySQL queue, "
+        f"got {type(conn).__name__}"
+    )
 
 
 class _Pool:
@@ -275,24 +307,22 @@ class MySQLDriver(MySQLValues, Driver):
 
     @contextmanager
     def _caller_session(self, conn: Any) -> Iterator[Session]:
-        if not isinstance(conn, pymysql.connections.Connection):
-            raise InvalidArgument(
-                f"conn: expected a pymysql Connection for a MySQL queue, got {type(conn).__name__}"
-            )
+        cur, escape = _caller_cursor(conn)
         # Inside the caller's open transaction we work in a savepoint, so a failure of
         # ours leaves the rest of their transaction as it was; the jobs commit or roll
         # back with it. Outside one (autocommit), in a transaction of our own.
         status: int = getattr(conn, "server_status", 0)
         in_transaction = bool(status & SERVER_STATUS.SERVER_STATUS_IN_TRANS)
         own = conn.get_autocommit() and not in_transaction
-        cur = conn.cursor(pymysql.cursors.DictCursor)
         with translated():
             cur.execute("BEGIN" if own else "SAVEPOINT conveyor")
-        session = _MySQLSession(cur, self._queries, consecutive_ids=self.consecutive_ids)
+        session = _MySQLSession(
+            cur, self._queries, consecutive_ids=self.consecutive_ids, escape=escape
+        )
         try:
             yield session
         except BaseException:
-            with suppress(pymysql.Error):
+            with suppress(Exception):
                 cur.execute("ROLLBACK" if own else "ROLLBACK TO SAVEPOINT conveyor")
             raise
         with translated():
