@@ -23,11 +23,11 @@ from tests.conftest import (
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite", "postgresql", "mysql"])
 def backend_name(request: pytest.FixtureRequest) -> str:
-    """The Flask and FastAPI examples keep their own tables with their own drivers
-    (sqlite3, psycopg): they have no MySQL side yet. Django's tests add MySQL (its
-    engine needs mysqlclient, a C extension: the ``django-mysql`` extra)."""
+    """The example applications keep their own tables with their own drivers: sqlite3,
+    psycopg, PyMySQL or aiomysql (Flask, FastAPI) and Django's engines (its MySQL one is
+    mysqlclient, a C extension: the ``django-mysql`` extra)."""
     return str(request.param)
 
 

@@ -28,7 +28,6 @@ def _manage(*args: str, url: str) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
-@pytest.mark.parametrize("backend_name", ["sqlite", "postgresql", "mysql"])
 def test_the_shop_tests_pass(app_db_url: str, backend_name: str, database_name: str) -> None:
     try:
         run = _manage("test", "shop", "--noinput", "-v", "2", url=app_db_url)
