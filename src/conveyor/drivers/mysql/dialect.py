@@ -21,6 +21,7 @@ from urllib.parse import unquote, urlsplit
 import pymysql
 from pymysql.constants import CLIENT
 
+from conveyor.drivers.base import Capabilities
 from conveyor.drivers.sql import (
     Migration,
     Statements,
@@ -63,13 +64,6 @@ _REFUSED_VALUES = {1264, 1292, 1366, 1406, 1690, 3140, 3819, 4025, 4078}
 # that stopped (a frozen process mid-transaction). The wait ends in TransactionConflict,
 # and the operation runs again.
 LOCK_WAIT_TIMEOUT = 5
-# Statements that make a session of their own on a fresh connection.
-SESSION_SETUP = (
-    "SET time_zone = '+00:00'",
-    "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
-    "SET SESSION sql_mode = 'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION,ERROR_FOR_DIVISION_BY_ZERO'",
-    f"SET SESSION innodb_lock_wait_timeout = {LOCK_WAIT_TIMEOUT}",
-)
 DEFAULT_PORT = 3306
 
 
@@ -194,6 +188,10 @@ class MySQLValues(Values):
     """Statements and values of one database, for either kind of backend."""
 
     dialect = "mysql"
+    # Declared once for the synchronous and the asynchronous driver.
+    capabilities = Capabilities(
+        one_round_trip=False, listen_notify=False, skip_locked=True, returning=False
+    )
 
     def __init__(self, server: Server) -> None:
         self.server = server
