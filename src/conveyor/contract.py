@@ -619,12 +619,19 @@ class QueueAPI(ABC):
     ) -> Job | None:
         """Enqueue the schedule's job for ``slot`` unless it was taken already: however
         many workers call this, each slot is enqueued once. Returns the job, or None."""
-        return self._run(
-            registry.run_schedule_slot(
+
+        def call() -> Call[Job | None]:  # built inside the producer span, as enqueue's
+            return registry.run_schedule_slot(
                 self.defaults, name=name, slot=slot, next_slot=next_slot, task=task,
                 payload=payload, queue=queue, priority=priority, max_attempts=max_attempts,
-            )
-        )  # fmt: skip
+            )  # fmt: skip
+
+        if tracing.hooks is None:
+            return self._run(call())
+        with tracing.hooks.scheduling(str(name), str(queue), slot) as span:
+            job = self._run(call())
+            span.sent([] if job is None else [job.id])
+            return job
 
     def schedules(self) -> list[ScheduleInfo]:
         """Every periodic schedule, with its last and next slot."""
@@ -635,7 +642,15 @@ class QueueAPI(ABC):
         """Enqueue every step of ``workflow`` in one transaction (all or nothing); each
         step is a job that runs once the steps it names completed. Returns the run:
         its id and each step's job by step name."""
-        return self._run(runs.enqueue_workflow(self.defaults, workflow))
+        call = runs.enqueue_workflow  # the steps read the producer span's context
+        if tracing.hooks is None:
+            return self._run(call(self.defaults, workflow))
+        wf = runs.as_workflow(workflow)
+        queues = sorted({str(s.options.get("queue", "default")) for s in wf})
+        with tracing.hooks.sending_workflow(wf.label, queues, len(wf)) as span:
+            run = self._run(call(self.defaults, wf))
+            span.sent(run.id)
+            return run
 
     def workflow(self, workflow_id: int) -> WorkflowRun:
         """A run: its status, its steps' counts by status and its steps' jobs (else

@@ -5,8 +5,9 @@ enqueued it, as JSON text in its ``trace_context`` column. Enqueue reads it from
 ``CARRIER``, a context variable that is empty unless something set it:
 
 - ``conveyor.integrations.opentelemetry.ConveyorInstrumentor`` installs ``Hooks`` that
-  wrap each enqueue in a producer span and set ``CARRIER`` to that span's context, and
-  each run of a task in a consumer span parented on the job's context;
+  wrap each enqueue (of jobs, of a workflow's steps, of a schedule's slot) in a
+  producer span and set ``CARRIER`` to that span's context, and each run of a task in
+  a consumer span parented on the job's context;
 - ``conveyor serve`` sets it, for the length of a request, from the request's
   ``traceparent`` and ``tracestate`` headers, which ``RemoteQueue`` sends whenever it
   is set in the caller.
@@ -22,6 +23,7 @@ import re
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from contextvars import ContextVar
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
@@ -43,6 +45,13 @@ class Sending(Protocol):
         """The jobs were stored under these ids."""
 
 
+class SendingWorkflow(Protocol):
+    """A producer span, open while a workflow's steps are inserted."""
+
+    def sent(self, workflow_id: int) -> None:
+        """The run was stored under this id."""
+
+
 class Processing(Protocol):
     """A consumer span, open while one attempt of a job runs."""
 
@@ -55,6 +64,21 @@ class Hooks(Protocol):
     def sending(self, kind: SendKind, queue: str, count: int) -> AbstractContextManager[Sending]:
         """Open a producer span for ``count`` jobs into ``queue``, with ``CARRIER`` set
         to its context while it is open."""
+
+    def sending_workflow(
+        self, label: str, queues: Sequence[str], count: int
+    ) -> AbstractContextManager[SendingWorkflow]:
+        """Open a producer span for the ``count`` steps of a workflow run into
+        ``queues``, with ``CARRIER`` set to its context while it is open: every step
+        is stored with it."""
+
+    def scheduling(
+        self, schedule: str, queue: str, slot: datetime
+    ) -> AbstractContextManager[Sending]:
+        """Open a producer span for the job of one slot of a periodic schedule, with
+        ``CARRIER`` set to its context while it is open. Unless a traced request
+        brought a context (``CARRIER`` already set), it starts a new trace: each
+        firing is a trace of its own. ``sent([])``: another worker took the slot."""
 
     def processing(self, job: Job) -> AbstractContextManager[Processing]:
         """Open a consumer span for one attempt of ``job``."""
@@ -99,6 +123,7 @@ __all__ = [
     "Hooks",
     "Processing",
     "Sending",
+    "SendingWorkflow",
     "carrier",
     "headers",
     "hooks",

@@ -18,7 +18,7 @@ import conveyor
 import conveyor.aio
 import conveyor.queue
 from conveyor import InvalidArgument, Status, TransactionConflict
-from tests.conftest import drop_schema, fresh_url, mysql_connection
+from tests.conftest import _mysql_server, drop_schema, fresh_url, mysql_connection
 
 pytestmark = pytest.mark.queue_kinds("queue")
 
@@ -61,9 +61,59 @@ def test_enqueue_commits_and_rolls_back_with_the_callers_transaction(my_url: str
         other = q.enqueue("sync", key="other", conn=conn)
         conn.commit()
     assert q.get(other.id) is not None
-    with pytest.raises(InvalidArgument, match="pymysql Connection"):
+    with pytest.raises(InvalidArgument, match="PyMySQL or mysqlclient"):
         q.enqueue("sync", conn=object())
     q.close()
+
+
+def _mysqlclient(database: str, *, autocommit: bool) -> Any:
+    """A mysqlclient (``MySQLdb``) connection, as Django's MySQL engine opens them."""
+    mysqldb = pytest.importorskip("MySQLdb")
+    options = _mysql_server()
+    conn = mysqldb.connect(
+        host=options["host"], port=options["port"], user=options["user"],
+        password=options.get("password") or "", database=database, charset="utf8mb4",
+    )  # fmt: skip
+    conn.autocommit(autocommit)
+    return conn
+
+
+def test_a_mysqlclient_connection_joins_the_callers_transaction(my_url: str) -> None:
+    payload = {"text": "é 😀 ' \" \\ %s :name", "n": [1, 2.5, None]}
+    with conveyor.connect(my_url) as q:
+        conn = _mysqlclient(_database(my_url), autocommit=False)
+        try:
+            cur = conn.cursor()
+            cur.execute("CREATE TABLE books (title VARCHAR(100))")
+            cur.execute("INSERT INTO books VALUES ('Dune')")
+            job = q.enqueue("sync", payload, key="dune", conn=conn)
+            assert q.get(job.id) is None  # not committed yet
+            conn.rollback()
+            assert q.get(job.id) is None and q.stats().total == 0
+            cur.execute("INSERT INTO books VALUES ('Emma')")
+            kept = q.enqueue("sync", payload, key="emma", conn=conn)
+            many = q.enqueue_many([{"task": "a"}, {"task": "b", "after": [kept.id]}], conn=conn)
+            # An active key inside the transaction (the server's duplicate-key error, as
+            # mysqlclient raises it, is conveyor's): a duplicate answered, theirs goes on.
+            again = q.enqueue("sync", key="emma", conn=conn)
+            assert again.id == kept.id and again.deduplicated
+            with pytest.raises(conveyor.DuplicateJob):
+                q.enqueue("sync", key="emma", on_active="raise", conn=conn)
+            conn.commit()
+            cur.execute("SELECT title FROM books")
+            assert cur.fetchall() == (("Emma",),)
+        finally:
+            conn.close()
+        assert q.get(kept.id) == kept and [q.get(j.id) for j in many] == many
+        assert q.get(kept.id).payload == payload  # type: ignore[union-attr]
+        assert q.stats().pending == 3
+        # Autocommit (Django outside transaction.atomic()): a transaction of its own.
+        conn = _mysqlclient(_database(my_url), autocommit=True)
+        try:
+            child = q.enqueue("child", after=[kept.id], conn=conn)
+        finally:
+            conn.close()
+        assert q.get(child.id) == child and child.waiting_for == 1
 
 
 def test_an_autocommit_connection_gets_a_transaction_of_its_own(my_url: str) -> None:

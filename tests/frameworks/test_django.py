@@ -1,5 +1,5 @@
 """The Django recipe (examples/frameworks/django_app): the shop's own tests, run by
-``manage.py test`` on SQLite and PostgreSQL as its developers would, enqueue inside
+``manage.py test`` on SQLite, PostgreSQL and MySQL as its developers would, enqueue inside
 ``transaction.atomic()`` on Django's connection, roll back and see no job, enqueue on
 commit, and run the worker command; plus the integration's settings."""
 
@@ -32,8 +32,8 @@ def test_the_shop_tests_pass(app_db_url: str, backend_name: str, database_name: 
     try:
         run = _manage("test", "shop", "--noinput", "-v", "2", url=app_db_url)
     finally:
-        if backend_name == "postgresql":
-            drop_database(f"test_{database_name}")  # when a failed run left it behind
+        if backend_name != "sqlite":  # when a failed run left it behind
+            drop_database(f"test_{database_name}", backend_name)
     report = run.stderr
     assert run.returncode == 0, report[-4000:]  # any failing test fails the run
     for name in (
@@ -73,8 +73,19 @@ def test_a_django_database_gives_the_queue_s_url(tmp_path: Path) -> None:
     )
     with pytest.raises(ConfigurationError, match="in-memory"):
         database_url({**sqlite, "NAME": ":memory:"})
-    with pytest.raises(ConfigurationError, match="SQLite and PostgreSQL"):
-        database_url({"ENGINE": "django.db.backends.mysql", "NAME": "shop"})
+    mysql = {
+        "ENGINE": "django.db.backends.mysql", "NAME": "shop", "USER": "app",
+        "PASSWORD": "p@ss", "HOST": "db.internal", "PORT": "3307",
+        "OPTIONS": {"charset": "utf8mb4"},
+    }  # fmt: skip
+    assert database_url(mysql) == "mysql://app:p%40ss@db.internal:3307/shop"
+    assert database_url({**mysql, "HOST": "", "PORT": ""}) == "mysql://app:p%40ss@/shop"
+    for unreachable in ({"HOST": "/run/mysqld/mysqld.sock"},
+                        {"OPTIONS": {"read_default_file": "/etc/my.cnf"}}):  # fmt: skip
+        with pytest.raises(ConfigurationError, match="over TCP"):
+            database_url({**mysql, **unreachable})
+    with pytest.raises(ConfigurationError, match="SQLite, PostgreSQL and MySQL"):
+        database_url({"ENGINE": "django.db.backends.oracle", "NAME": "shop"})
 
 
 def test_a_typo_in_the_settings_stops_the_project_at_start_up() -> None:

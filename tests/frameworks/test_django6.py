@@ -1,6 +1,7 @@
 """The tasks backend on Django 6's own ``django.tasks`` (Django 6 needs Python 3.12+):
 the example shop's tests run under a Python 3.12 interpreter, in a virtualenv made once
-and kept under the temporary directory, keyed by its requirements."""
+and kept under the temporary directory, keyed by its requirements, on SQLite and on
+MySQL (Django's MySQL engine: mysqlclient, built against the MariaDB client library)."""
 
 from __future__ import annotations
 
@@ -14,11 +15,18 @@ from pathlib import Path
 
 import pytest
 
-from tests.frameworks.conftest import ROOT
+from tests.frameworks.conftest import ROOT, drop_database
 
 SHOP = ROOT / "examples/frameworks/django_app"
 # conveyor itself comes from the source tree (PYTHONPATH): only its dependencies here.
-REQUIREMENTS = ["django>=6,<7", "typer>=0.12", "rich>=13", "cronsim>=2.6"]
+REQUIREMENTS = [
+    "django>=6,<7",
+    "typer>=0.12",
+    "rich>=13",
+    "cronsim>=2.6",
+    "PyMySQL>=1.1",
+    "mysqlclient>=2.2.1",
+]
 
 
 def _python312() -> str | None:
@@ -53,7 +61,10 @@ def _virtualenv(python: str) -> Path:
     return home
 
 
-def test_the_shop_tests_pass_on_django_6(tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend_name", ["sqlite", "mysql"])
+def test_the_shop_tests_pass_on_django_6(
+    app_db_url: str, backend_name: str, database_name: str
+) -> None:
     python = _python312()
     if python is None:
         pytest.skip("no Python 3.12 interpreter (python3.12, or pyenv's 3.12): Django 6 needs it")
@@ -66,13 +77,17 @@ def test_the_shop_tests_pass_on_django_6(tmp_path: Path) -> None:
     assert version.startswith("6."), version
     env = {
         **{k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")},
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'shop.db'}",
+        "DATABASE_URL": app_db_url,
         "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)]),
     }
-    run = subprocess.run(
-        [venv_python, "manage.py", "test", "shop", "--noinput", "-v", "2"],
-        cwd=SHOP, env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    try:
+        run = subprocess.run(
+            [venv_python, "manage.py", "test", "shop", "--noinput", "-v", "2"],
+            cwd=SHOP, env=env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+    finally:
+        if backend_name == "mysql":  # when a failed run left it behind
+            drop_database(f"test_{database_name}", backend_name)
     report = run.stderr
     assert run.returncode == 0, report[-4000:]
     assert "Ran 7 tests" in report and "\nOK" in report

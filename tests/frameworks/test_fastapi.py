@@ -1,6 +1,6 @@
 """The FastAPI recipe (examples/frameworks/fastapi_app): a lifespan-managed AsyncQueue,
 a job enqueued in the request's own transaction, conveyor's API and dashboard under
-/queue; on SQLite and PostgreSQL."""
+/queue; on SQLite, PostgreSQL and MySQL (MariaDB)."""
 
 from __future__ import annotations
 
@@ -178,3 +178,17 @@ def test_an_unusable_database_is_one_line_and_an_exit(app_db_url: str) -> None:
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr
     assert "sslmode" in lines[0]
+
+
+@pytest.mark.parametrize("backend_name", ["mysql"])
+def test_an_unusable_mysql_database_is_one_line_and_an_exit(app_db_url: str) -> None:
+    missing = app_db_url.rsplit("/", 1)[0] + "/conveyor_no_such_database"
+    done = subprocess.run(
+        [sys.executable, "-m", "examples.frameworks.fastapi_app", "--port", "1"],
+        cwd=ROOT, env={**os.environ, "CONVEYOR_DATABASE_URL": missing},
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr
+    assert "conveyor_no_such_database" in lines[0]

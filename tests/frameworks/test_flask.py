@@ -1,6 +1,6 @@
 """The Flask recipe (examples/frameworks/flask_app): the Conveyor extension, a job
-enqueued on the request's own connection, the ``flask conveyor`` commands; on SQLite and
-PostgreSQL."""
+enqueued on the request's own connection, the ``flask conveyor`` commands; on SQLite,
+PostgreSQL and MySQL (MariaDB)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import conveyor
 from conveyor.errors import ConfigurationError
 from conveyor.integrations.flask import Conveyor
 from examples.frameworks.flask_app import create_app
-from examples.frameworks.flask_app.db import get_db, placeholder
+from examples.frameworks.flask_app.db import get_db, run
 from examples.frameworks.flask_app.extensions import conveyor_
 from examples.frameworks.flask_app.tasks import catalogue
 
@@ -62,7 +62,7 @@ def test_a_refused_book_rolls_back_the_job_it_enqueued(app: Flask, client: Flask
 def test_a_rolled_back_connection_takes_its_job_with_it(app: Flask) -> None:
     with app.app_context():
         conn = get_db()
-        conn.execute(f"INSERT INTO books (isbn, title) VALUES ({placeholder()}, 'Emma')", ("2",))
+        run("INSERT INTO books (isbn, title) VALUES (?, 'Emma')", ("2",))
         job = conveyor_.queue.enqueue(catalogue.name, {"isbn": "2"}, conn=conn)
         assert conveyor_.queue.get(job.id) is None  # not committed: not visible elsewhere
         conn.rollback()

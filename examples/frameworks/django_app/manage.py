@@ -1,7 +1,8 @@
 #!/usr/bin/env python
 """The Django shop's command line (run it from this directory):
 
-export DATABASE_URL=sqlite:////tmp/shop.db          # or postgresql://user@host/shop
+export DATABASE_URL=sqlite:////tmp/shop.db          # or postgresql://user@host/shop,
+                                                    # mysql://user@host/shop (mysqlclient)
 python manage.py migrate
 python manage.py runserver
 python manage.py conveyor_worker --concurrency 4

@@ -1,7 +1,7 @@
 """A Flask library catalogue: adding a book enqueues its catalogue sync in the same
 transaction, through the ``Conveyor`` extension; ``flask conveyor worker`` runs it.
 
-    export DATABASE_URL=sqlite:////tmp/library.db       # or postgresql://…
+    export DATABASE_URL=sqlite:////tmp/library.db       # or postgresql://…, mysql://…
     flask --app examples.frameworks.flask_app init-db
     flask --app examples.frameworks.flask_app conveyor migrate
     flask --app examples.frameworks.flask_app run

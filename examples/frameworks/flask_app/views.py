@@ -6,7 +6,7 @@ from typing import Any
 
 from flask import Blueprint, abort, request
 
-from examples.frameworks.flask_app.db import Duplicate, get_db, placeholder
+from examples.frameworks.flask_app.db import Duplicate, get_db, insert_book, run
 from examples.frameworks.flask_app.extensions import conveyor_
 from examples.frameworks.flask_app.tasks import catalogue
 
@@ -18,14 +18,10 @@ def add_book() -> tuple[dict[str, Any], int]:
     """The book's catalogue job is enqueued on the request's own connection before the
     book is inserted: a duplicate ISBN rolls back both."""
     data = request.get_json(force=True)
-    isbn, conn, p = str(data["isbn"]), get_db(), placeholder()
+    isbn, conn = str(data["isbn"]), get_db()
     try:
         job = catalogue.enqueue(isbn=isbn, key=f"book:{isbn}", conn=conn)
-        cursor = conn.execute(
-            f"INSERT INTO books (isbn, title) VALUES ({p}, {p}) RETURNING id",
-            (isbn, data["title"]),
-        )
-        book_id = cursor.fetchone()[0]
+        book_id = insert_book(isbn, data["title"])
         conn.commit()
     except Duplicate:
         conn.rollback()
@@ -35,13 +31,7 @@ def add_book() -> tuple[dict[str, Any], int]:
 
 @books.get("/books/<int:book_id>")
 def show_book(book_id: int) -> dict[str, Any]:
-    row = (
-        get_db()
-        .execute(
-            f"SELECT isbn, title, catalogued FROM books WHERE id = {placeholder()}", (book_id,)
-        )
-        .fetchone()
-    )
+    row = run("SELECT isbn, title, catalogued FROM books WHERE id = ?", (book_id,)).fetchone()
     if row is None:
         abort(404)
     job = conveyor_.queue.latest(f"book:{row[0]}")

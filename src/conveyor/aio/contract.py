@@ -659,8 +659,9 @@ class AsyncQueueAPI(ABC):
     ) -> Job | None:
         """Enqueue the schedule's job for ``slot`` unless it was taken already: however
         many workers call this, each slot is enqueued once. Returns the job, or None."""
-        return await self._run(
-            registry.run_schedule_slot(
+
+        def call() -> Call[Job | None]:
+            return registry.run_schedule_slot(
                 self.defaults,
                 name=name,
                 slot=slot,
@@ -671,7 +672,13 @@ class AsyncQueueAPI(ABC):
                 priority=priority,
                 max_attempts=max_attempts,
             )
-        )
+
+        if tracing.hooks is None:
+            return await self._run(call())
+        with tracing.hooks.scheduling(str(name), str(queue), slot) as span:
+            job = await self._run(call())
+            span.sent([] if job is None else [job.id])
+            return job
 
     async def schedules(self) -> list[ScheduleInfo]:
         """Every periodic schedule, with its last and next slot."""
@@ -681,7 +688,15 @@ class AsyncQueueAPI(ABC):
         """Enqueue every step of ``workflow`` in one transaction (all or nothing); each
         step is a job that runs once the steps it names completed. Returns the run:
         its id and each step's job by step name."""
-        return await self._run(runs.enqueue_workflow(self.defaults, workflow))
+        call = runs.enqueue_workflow
+        if tracing.hooks is None:
+            return await self._run(call(self.defaults, workflow))
+        wf = runs.as_workflow(workflow)
+        queues = sorted({str(s.options.get("queue", "default")) for s in wf})
+        with tracing.hooks.sending_workflow(wf.label, queues, len(wf)) as span:
+            run = await self._run(call(self.defaults, wf))
+            span.sent(run.id)
+            return run
 
     async def workflow(self, workflow_id: int) -> WorkflowRun:
         """A run: its status, its steps' counts by status and its steps' jobs (else

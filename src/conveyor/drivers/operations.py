@@ -961,7 +961,7 @@ class ReserveJobIds(RowsOp):
 class InsertSteps(RowsOp):
     """The steps of a run as jobs, in one statement. :items is a JSON array of rows, each
     [id, queue, task, payload, key, priority, run_at, max_attempts, job_group, step,
-    waiting_for, has_dependents, depends_on (a JSON array or null)], ids from
+    waiting_for, has_dependents, depends_on (a JSON array or null), trace_context], ids from
     ``reserve_job_ids``. A step whose key an active job holds is not inserted (no row
     answers for it). Answers id, step, run_at, created_at."""
 

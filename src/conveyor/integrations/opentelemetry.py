@@ -12,6 +12,11 @@ exporters are the application's to set up).
   ``messaging.message.id`` (the job id; ``messaging.batch.message_count`` for a batch).
   Its W3C trace context is stored with each job (``Job.trace_context``); over HTTP,
   ``RemoteQueue`` sends it in ``traceparent`` and the server stores it.
+- A workflow (``enqueue_workflow``) is one PRODUCER span, ``publish <queue>`` (just
+  ``publish`` when its steps go to several queues), whose context every step stores.
+- Each slot a scheduler enqueues for a periodic schedule is a PRODUCER span
+  ``send <queue>`` that starts a trace of its own (unless a traced request to
+  ``conveyor serve`` brought one), with ``conveyor.schedule.*`` attributes.
 - Every attempt a worker runs is a CONSUMER span, ``process <queue>``, whose parent is
   the stored context and which links to it, with ``conveyor.task``,
   ``conveyor.job.attempt`` and ``conveyor.job.outcome`` (``completed``, ``retry``,
@@ -25,9 +30,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from datetime import datetime
 from typing import Any
 
 from opentelemetry import trace
+from opentelemetry.context import Context
 from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
@@ -68,6 +75,35 @@ class _Processed:
             self._span.set_status(Status(StatusCode.ERROR, "failed"))
 
 
+class _SentWorkflow:
+    __slots__ = ("_span",)
+
+    def __init__(self, span: trace.Span) -> None:
+        self._span = span
+
+    def sent(self, workflow_id: int) -> None:
+        self._span.set_attribute("conveyor.workflow.id", workflow_id)
+
+
+class _Scheduled:
+    __slots__ = ("_span",)
+
+    def __init__(self, span: trace.Span) -> None:
+        self._span = span
+
+    def sent(self, ids: Sequence[int]) -> None:
+        # Every worker's scheduler tries each slot; one of them enqueues it.
+        self._span.set_attribute("conveyor.schedule.enqueued", bool(ids))
+        if ids:
+            self._span.set_attribute("messaging.message.id", str(ids[0]))
+
+
+def _incoming() -> Context | None:
+    """The context a traced request brought (``conveyor serve``), if any."""
+    incoming = tracing.headers(tracing.CARRIER.get())
+    return _PROPAGATOR.extract(incoming) if incoming else None
+
+
 class _Hooks:
     """``conveyor.tracing.Hooks`` made of OpenTelemetry spans."""
 
@@ -75,13 +111,32 @@ class _Hooks:
         self._tracer = tracer
 
     @contextmanager
+    def _producer(
+        self, name: str, parent: Context | None, attributes: dict[str, Any]
+    ) -> Iterator[trace.Span]:
+        """A producer span, current while it is open, whose context new jobs store."""
+        with self._tracer.start_as_current_span(
+            name, context=parent, kind=SpanKind.PRODUCER, attributes=attributes
+        ) as span:
+            headers: dict[str, str] = {}
+            _PROPAGATOR.inject(headers)
+            stored = tracing.carrier(headers.get("traceparent"), headers.get("tracestate"))
+            token = tracing.CARRIER.set(stored) if stored is not None else None
+            try:
+                yield span
+            finally:
+                if token is not None:
+                    tracing.CARRIER.reset(token)
+
+    @staticmethod
+    def _parent() -> Context | None:
+        """The current span; without one, what a request may have brought."""
+        if trace.get_current_span().get_span_context().is_valid:
+            return None
+        return _incoming()
+
+    @contextmanager
     def sending(self, kind: tracing.SendKind, queue: str, count: int) -> Iterator[_Sent]:
-        parent = None
-        if not trace.get_current_span().get_span_context().is_valid:
-            # No span here, but a request may have brought one (conveyor serve).
-            incoming = tracing.headers(tracing.CARRIER.get())
-            if incoming:
-                parent = _PROPAGATOR.extract(incoming)
         attributes: dict[str, Any] = {
             "messaging.system": SYSTEM,
             "messaging.operation.type": kind,
@@ -90,18 +145,51 @@ class _Hooks:
         }
         if kind == "publish":
             attributes["messaging.batch.message_count"] = count
-        with self._tracer.start_as_current_span(
-            f"{kind} {queue}", context=parent, kind=SpanKind.PRODUCER, attributes=attributes
-        ) as span:
-            headers: dict[str, str] = {}
-            _PROPAGATOR.inject(headers)
-            stored = tracing.carrier(headers.get("traceparent"), headers.get("tracestate"))
-            token = tracing.CARRIER.set(stored) if stored is not None else None
-            try:
-                yield _Sent(span)
-            finally:
-                if token is not None:
-                    tracing.CARRIER.reset(token)
+        with self._producer(f"{kind} {queue}", self._parent(), attributes) as span:
+            yield _Sent(span)
+
+    @contextmanager
+    def sending_workflow(
+        self, label: str, queues: Sequence[str], count: int
+    ) -> Iterator[_SentWorkflow]:
+        attributes: dict[str, Any] = {
+            "messaging.system": SYSTEM,
+            "messaging.operation.type": "publish",
+            "messaging.operation.name": "enqueue_workflow",
+            "messaging.batch.message_count": count,
+            "conveyor.workflow.label": label,
+        }
+        # One destination names the span, as for a batch; steps into several queues
+        # have none (the convention's name is then the operation type alone).
+        name = "publish"
+        if len(queues) == 1:
+            attributes["messaging.destination.name"] = queues[0]
+            name = f"publish {queues[0]}"
+        elif queues:
+            attributes["conveyor.workflow.queues"] = list(queues)
+        with self._producer(name, self._parent(), attributes) as span:
+            yield _SentWorkflow(span)
+
+    @contextmanager
+    def scheduling(self, schedule: str, queue: str, slot: datetime) -> Iterator[_Scheduled]:
+        attributes: dict[str, Any] = {
+            "messaging.system": SYSTEM,
+            "messaging.operation.type": "send",
+            "messaging.operation.name": "enqueue",
+            "messaging.destination.name": queue,
+            "conveyor.schedule.name": schedule,
+            "conveyor.schedule.slot": slot.isoformat() if isinstance(slot, datetime) else str(slot),
+        }
+        # A firing is a trace of its own: no span that happens to be current in the
+        # worker's scheduler is its parent. Only a traced request (a remote worker's
+        # scheduler calling ``conveyor serve``) brings one: the caller's span, or the
+        # server's own span for that request.
+        if tracing.CARRIER.get() is None:
+            parent: Context | None = Context()
+        else:
+            parent = self._parent()
+        with self._producer(f"send {queue}", parent, attributes) as span:
+            yield _Scheduled(span)
 
     @contextmanager
     def processing(self, job: Job) -> Iterator[_Processed]:
@@ -124,6 +212,9 @@ class _Hooks:
             "conveyor.job.attempt": job.attempts,
             "conveyor.job.max_attempts": job.max_attempts,
         }
+        if job.workflow_id is not None:
+            attributes["conveyor.workflow.id"] = job.workflow_id
+            attributes["conveyor.workflow.step"] = job.step or ""
         with self._tracer.start_as_current_span(
             f"process {job.queue}",
             context=parent,

@@ -83,7 +83,7 @@ def _prepare(d: Defaults, wf: Workflow) -> list[_Prepared]:
     return prepared
 
 
-def _as_workflow(value: Any) -> Workflow:
+def as_workflow(value: Any) -> Workflow:
     if isinstance(value, Workflow):
         return value
     if isinstance(value, Mapping):
@@ -93,7 +93,7 @@ def _as_workflow(value: Any) -> Workflow:
 
 def enqueue_workflow(d: Defaults, workflow: Any) -> Call[WorkflowRun]:
     """Every step is checked before anything is written."""
-    wf = _as_workflow(workflow)
+    wf = as_workflow(workflow)
     prepared = _prepare(d, wf)
     label = wf.label
 
@@ -121,7 +121,8 @@ def _insert_run(v: Values, label: str, prepared: list[_Prepared]) -> Plan[Workfl
             depends = [ids[p] for p in s.parents] if s.parents else None
             items.append([ids[s.name], j.queue, j.task, j.payload_json, j.key, j.priority,
                           run_at, j.max_attempts, j.group, s.name, len(s.parents),
-                          1 if s.name in with_dependents else 0, depends])  # fmt: skip
+                          1 if s.name in with_dependents else 0, depends,
+                          j.trace_context])  # fmt: skip
         rows = yield db.InsertSteps(workflow_id=wid, items=v.json_param(items))
         for r in rows:
             inserted[r["step"]] = r
@@ -202,6 +203,7 @@ def _new_step(
         waiting_for=len(s.parents),
         workflow_id=wid,
         step=s.name,
+        trace_context=j.trace_context,
     )
 
 

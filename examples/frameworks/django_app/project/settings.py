@@ -45,6 +45,19 @@ def _database(url: str) -> dict[str, object]:
             "NAME": name,
             "TEST": {"NAME": name.with_name(f"test_{name.name}")},
         }
+    if parts.scheme in ("mysql", "mariadb"):
+        return {
+            # mysqlclient: pip install 'conveyor[django-mysql]'
+            "ENGINE": "django.db.backends.mysql",
+            "NAME": parts.path.removeprefix("/"),
+            "USER": unquote(parts.username or ""),
+            "PASSWORD": unquote(parts.password or ""),
+            "HOST": parts.hostname or "",
+            "PORT": parts.port or "",
+            # Four-byte UTF-8 (emoji) as conveyor's own tables and connections take it.
+            "OPTIONS": {"charset": "utf8mb4"},
+            "TEST": {"CHARSET": "utf8mb4"},
+        }
     return {
         "ENGINE": "django.db.backends.postgresql",  # psycopg 3
         "NAME": parts.path.removeprefix("/"),

@@ -12,26 +12,21 @@ from typing import Any
 
 import aiomysql
 import pymysql
-from pymysql.constants import SERVER_STATUS
 
 from conveyor.drivers.aio import AsyncDriver, AsyncSession
-from conveyor.drivers.mysql.dialect import (
-    LOCK_WAIT_TIMEOUT,
-    MySQLValues,
-    Server,
-    bind,
-    is_mariadb,
-    translated,
-)
-from conveyor.drivers.mysql.driver import (
+from conveyor.drivers.mysql.dialect import MySQLValues, Server, translated
+from conveyor.drivers.mysql.handlers import Change, Rows, Step
+from conveyor.drivers.mysql.session import (
+    ASYNC_HANDLERS,
     RETRIES,
     WATCH,
     WATCH_INTERVAL,
-    MySQLDriver,
+    CursorStatements,
+    begin_statements,
     conflict_pause,
+    own_transaction,
+    session_init,
 )
-from conveyor.drivers.mysql.handlers import Change, Insert, Rows, Step, async_handlers
-from conveyor.drivers.mysql.operator_handlers import OPERATOR_HANDLERS
 from conveyor.drivers.operations import Operation
 from conveyor.drivers.sql import Statements
 from conveyor.drivers.values import Row
@@ -39,21 +34,13 @@ from conveyor.errors import DatabaseError, InvalidArgument, TransactionConflict
 
 log = logging.getLogger("conveyor.mysql")
 
-_SQL_MODE = "STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION,ERROR_FOR_DIVISION_BY_ZERO"
 
-
-class _AsyncMySQLSession(AsyncSession):
-    handlers = async_handlers(OPERATOR_HANDLERS)
+class _AsyncMySQLSession(CursorStatements, AsyncSession):
+    handlers = ASYNC_HANDLERS
 
     def __init__(self, cursor: Any, queries: Statements, *, consecutive_ids: bool) -> None:
         super().__init__()
-        self._cur = cursor
-        self._queries = queries
-        self._consecutive_ids = consecutive_ids
-
-    @property
-    def consecutive_ids(self) -> bool:
-        return self._consecutive_ids
+        self._use(cursor, queries, consecutive_ids)
 
     async def all(self, query: str, params: Mapping[str, Any] | None = None) -> list[Row]:
         rows: list[Row] = await self.run_step(Rows(query, params or {}))
@@ -65,20 +52,11 @@ class _AsyncMySQLSession(AsyncSession):
 
     async def run_step(self, step: Step) -> Any:
         with translated():
-            statement, params = bind(
-                self._queries.text(step.name, step.params), step.params, self._cur.connection.escape
-            )
-            await self._cur.execute(statement, params)
-            if isinstance(step, Rows):
-                return list(await self._cur.fetchall())
-            if isinstance(step, Insert):
-                return int(self._cur.lastrowid), int(self._cur.rowcount)
-            return int(self._cur.rowcount)
+            await self._cur.execute(*self._bound(step))
+            return self._answer(step, await self._cur.fetchall() if isinstance(step, Rows) else ())
 
 
 class AsyncMySQLDriver(MySQLValues, AsyncDriver):
-    capabilities = MySQLDriver.capabilities
-
     def __init__(
         self,
         url: str,
@@ -114,17 +92,11 @@ class AsyncMySQLDriver(MySQLValues, AsyncDriver):
             conn.close()
         self.consecutive_ids = int(lock_mode) in (0, 1)
         self._load(str(version))
-        isolation = "tx_isolation" if is_mariadb(str(version)) else "transaction_isolation"
-        setup = (
-            f"SET time_zone = '+00:00', SESSION {isolation} = 'READ-COMMITTED',"
-            f" SESSION sql_mode = '{_SQL_MODE}',"
-            f" SESSION innodb_lock_wait_timeout = {LOCK_WAIT_TIMEOUT}"
-        )
         with translated():
             self._pool = await aiomysql.create_pool(
                 minsize=self._pool_min,
                 maxsize=self._pool_max,
-                init_command=setup,
+                init_command=session_init(str(version)),
                 **self._kwargs(),
             )
 
@@ -189,20 +161,20 @@ class AsyncMySQLDriver(MySQLValues, AsyncDriver):
                 "conn: expected an aiomysql Connection for an asynchronous MySQL queue, "
                 f"got {type(conn).__name__}"
             )
-        in_transaction = bool(conn.server_status & SERVER_STATUS.SERVER_STATUS_IN_TRANS)
-        own = conn.get_autocommit() and not in_transaction
+        own = own_transaction(conn)
+        begin, commit, rollback = begin_statements(own)
         cur = await conn.cursor(aiomysql.DictCursor)
         with translated():
-            await cur.execute("BEGIN" if own else "SAVEPOINT conveyor")
+            await cur.execute(begin)
         session = _AsyncMySQLSession(cur, self._queries, consecutive_ids=self.consecutive_ids)
         try:
             yield session
         except BaseException:
             with suppress(pymysql.Error):
-                await cur.execute("ROLLBACK" if own else "ROLLBACK TO SAVEPOINT conveyor")
+                await cur.execute(rollback)
             raise
         with translated():
-            await cur.execute("COMMIT" if own else "RELEASE SAVEPOINT conveyor")
+            await cur.execute(commit)
         if own and (session.queues_touched or session.jobs_finished):
             self._announce()
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from urllib.parse import unquote, urlsplit
 import pymysql
 from pymysql.constants import CLIENT
 
+from conveyor.drivers.base import Capabilities
 from conveyor.drivers.sql import (
     Migration,
     Statements,
@@ -62,13 +64,6 @@ _REFUSED_VALUES = {1264, 1292, 1366, 1406, 1690, 3140, 3819, 4025, 4078}
 # that stopped (a frozen process mid-transaction). The wait ends in TransactionConflict,
 # and the operation runs again.
 LOCK_WAIT_TIMEOUT = 5
-# Statements that make a session of their own on a fresh connection.
-SESSION_SETUP = (
-    "SET time_zone = '+00:00'",
-    "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
-    "SET SESSION sql_mode = 'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION,ERROR_FOR_DIVISION_BY_ZERO'",
-    f"SET SESSION innodb_lock_wait_timeout = {LOCK_WAIT_TIMEOUT}",
-)
 DEFAULT_PORT = 3306
 
 
@@ -193,6 +188,10 @@ class MySQLValues(Values):
     """Statements and values of one database, for either kind of backend."""
 
     dialect = "mysql"
+    # Declared once for the synchronous and the asynchronous driver.
+    capabilities = Capabilities(
+        one_round_trip=False, listen_notify=False, skip_locked=True, returning=False
+    )
 
     def __init__(self, server: Server) -> None:
         self.server = server
@@ -238,7 +237,16 @@ def error_code(exc: BaseException) -> int | None:
     return args[0] if args and isinstance(args[0], int) else None
 
 
-def translation(exc: pymysql.Error) -> ConveyorError:
+def is_driver_error(exc: BaseException) -> bool:
+    """An error of PyMySQL, or of mysqlclient (``MySQLdb``, Django's MySQL driver) when a
+    caller's connection of it runs conveyor's statements (``conn=``)."""
+    if isinstance(exc, pymysql.Error):
+        return True
+    mysqldb = sys.modules.get("MySQLdb")  # imported if a connection of it exists
+    return mysqldb is not None and isinstance(exc, getattr(mysqldb, "Error", ()))
+
+
+def translation(exc: BaseException) -> ConveyorError:
     """The conveyor error for a driver's error (messages never hold the password)."""
     code = error_code(exc)
     message = exc.args[1] if len(exc.args) > 1 else str(exc)
@@ -250,7 +258,7 @@ def translation(exc: pymysql.Error) -> ConveyorError:
         if "conveyor_jobs_active_key" in str(message):
             return DuplicateJob("an active job with this key already exists")
         return DatabaseError(f"MySQL duplicate key: {message}")
-    if code in _REFUSED_VALUES or isinstance(exc, pymysql.err.DataError):
+    if code in _REFUSED_VALUES or type(exc).__name__ == "DataError":
         return InvalidArgument(f"MySQL refused a value: {message}")
     if code is None:
         return DatabaseError(f"MySQL error: {exc}")
@@ -262,7 +270,9 @@ def translated() -> Iterator[None]:
     """Nothing above the backend sees driver exceptions."""
     try:
         yield
-    except pymysql.Error as exc:
+    except Exception as exc:
+        if not is_driver_error(exc):
+            raise
         raise translation(exc) from None
 
 

@@ -12,9 +12,10 @@ announces a change when they differ."""
 
 from __future__ import annotations
 
+import importlib
 import logging
 import queue
-import random
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -23,20 +24,27 @@ from typing import Any
 
 import pymysql
 import pymysql.cursors
-from pymysql.constants import SERVER_STATUS
 
-from conveyor.drivers.base import Capabilities, Driver, Session
+from conveyor.drivers.base import Driver, Session
 from conveyor.drivers.mysql.dialect import (
-    SESSION_SETUP,
     MySQLValues,
     Server,
-    bind,
     migration_statements,
     translated,
     translation,
 )
-from conveyor.drivers.mysql.handlers import Change, Insert, Rows, Step, sync_handlers
-from conveyor.drivers.mysql.operator_handlers import OPERATOR_HANDLERS
+from conveyor.drivers.mysql.handlers import Change, Rows, Step
+from conveyor.drivers.mysql.session import (
+    RETRIES,
+    SESSION_SETUP,
+    SYNC_HANDLERS,
+    WATCH,
+    WATCH_INTERVAL,
+    CursorStatements,
+    begin_statements,
+    conflict_pause,
+    own_transaction,
+)
 from conveyor.drivers.operations import Operation
 from conveyor.drivers.sql import Statements
 from conveyor.drivers.values import Row
@@ -44,36 +52,20 @@ from conveyor.errors import DatabaseError, InvalidArgument, TransactionConflict
 
 log = logging.getLogger("conveyor.mysql")
 
-# How often the watcher looks for other processes' commits.
-WATCH_INTERVAL = 0.05
-# The newest deltas the watcher reads: a commit that lands among them is seen even when
-# a later id committed first.
-WATCH_ROWS = 100
-WATCH = (
-    "SELECT max(id) AS top, count(*) AS n FROM"
-    f" (SELECT id FROM conveyor_count_deltas ORDER BY id DESC LIMIT {WATCH_ROWS}) AS recent"
-)
-# A statement committed on its own is run again this many times after a conflict.
-RETRIES = 5
 
+class _MySQLSession(CursorStatements, Session):
+    handlers = SYNC_HANDLERS
 
-def conflict_pause(attempt: int) -> float:
-    """A short, jittered pause before running a transaction again after a conflict."""
-    return random.uniform(0.005, 0.02) * (attempt + 1)
-
-
-class _MySQLSession(Session):
-    handlers = sync_handlers(OPERATOR_HANDLERS)
-
-    def __init__(self, cursor: Any, queries: Statements, *, consecutive_ids: bool) -> None:
+    def __init__(
+        self,
+        cursor: Any,
+        queries: Statements,
+        *,
+        consecutive_ids: bool,
+        escape: Callable[[Any], str] | None = None,
+    ) -> None:
         super().__init__()
-        self._cur = cursor
-        self._queries = queries
-        self._consecutive_ids = consecutive_ids
-
-    @property
-    def consecutive_ids(self) -> bool:
-        return self._consecutive_ids
+        self._use(cursor, queries, consecutive_ids, escape)
 
     def all(self, query: str, params: Mapping[str, Any] | None = None) -> list[Row]:
         rows: list[Row] = self.run_step(Rows(query, params or {}))
@@ -85,15 +77,30 @@ class _MySQLSession(Session):
 
     def run_step(self, step: Step) -> Any:
         with translated():
-            statement, params = bind(
-                self._queries.text(step.name, step.params), step.params, self._cur.connection.escape
-            )
-            self._cur.execute(statement, params)
-            if isinstance(step, Rows):
-                return list(self._cur.fetchall())
-            if isinstance(step, Insert):
-                return int(self._cur.lastrowid), int(self._cur.rowcount)
-            return int(self._cur.rowcount)
+            self._cur.execute(*self._bound(step))
+            return self._answer(step, self._cur.fetchall() if isinstance(step, Rows) else ())
+
+
+def _caller_cursor(conn: Any) -> tuple[Any, Callable[[Any], str]]:
+    """A dict cursor on a caller's connection, and how to escape a value for it: a
+    PyMySQL connection, or a mysqlclient one (``MySQLdb``: Django's MySQL engine)."""
+    if isinstance(conn, pymysql.connections.Connection):
+        return conn.cursor(pymysql.cursors.DictCursor), conn.escape
+    mysqldb = sys.modules.get("MySQLdb")
+    connection = getattr(mysqldb, "connections", None)
+    if connection is not None and isinstance(conn, connection.Connection):
+        cursors = importlib.import_module("MySQLdb.cursors")
+        encoding = getattr(conn, "encoding", None) or "utf-8"
+
+        def escape(value: Any) -> str:
+            literal = conn.literal(value)
+            return literal.decode(encoding) if isinstance(literal, bytes) else str(literal)
+
+        return conn.cursor(cursors.DictCursor), escape
+    raise InvalidArgument(
+        "conn: expected a PyMySQL or mysqlclient (MySQLdb) connection for a MySQL queue, "
+        f"got {type(conn).__name__}"
+    )
 
 
 class _Pool:
@@ -159,10 +166,6 @@ class _Pool:
 
 
 class MySQLDriver(MySQLValues, Driver):
-    capabilities = Capabilities(
-        one_round_trip=False, listen_notify=False, skip_locked=True, returning=False
-    )
-
     def __init__(
         self,
         url: str,
@@ -275,28 +278,23 @@ class MySQLDriver(MySQLValues, Driver):
 
     @contextmanager
     def _caller_session(self, conn: Any) -> Iterator[Session]:
-        if not isinstance(conn, pymysql.connections.Connection):
-            raise InvalidArgument(
-                f"conn: expected a pymysql Connection for a MySQL queue, got {type(conn).__name__}"
-            )
-        # Inside the caller's open transaction we work in a savepoint, so a failure of
-        # ours leaves the rest of their transaction as it was; the jobs commit or roll
-        # back with it. Outside one (autocommit), in a transaction of our own.
-        status: int = getattr(conn, "server_status", 0)
-        in_transaction = bool(status & SERVER_STATUS.SERVER_STATUS_IN_TRANS)
-        own = conn.get_autocommit() and not in_transaction
-        cur = conn.cursor(pymysql.cursors.DictCursor)
+        cur, escape = _caller_cursor(conn)
+        # The jobs commit or roll back with the caller's transaction (``own_transaction``).
+        own = own_transaction(conn)
+        begin, commit, rollback = begin_statements(own)
         with translated():
-            cur.execute("BEGIN" if own else "SAVEPOINT conveyor")
-        session = _MySQLSession(cur, self._queries, consecutive_ids=self.consecutive_ids)
+            cur.execute(begin)
+        session = _MySQLSession(
+            cur, self._queries, consecutive_ids=self.consecutive_ids, escape=escape
+        )
         try:
             yield session
         except BaseException:
-            with suppress(pymysql.Error):
-                cur.execute("ROLLBACK" if own else "ROLLBACK TO SAVEPOINT conveyor")
+            with suppress(Exception):
+                cur.execute(rollback)
             raise
         with translated():
-            cur.execute("COMMIT" if own else "RELEASE SAVEPOINT conveyor")
+            cur.execute(commit)
         if own and (session.queues_touched or session.jobs_finished):
             self._announce()
 

@@ -27,7 +27,9 @@ that asked for it.
 ``USING``, ``"default"``; ``settings.CONVEYOR_DATABASE_URL`` is read too), ``SCHEMA``
 (the PostgreSQL schema of conveyor's tables), ``APP`` (``"module:attribute"``, the
 ``conveyor.App`` the worker command runs). Options of ``conveyor.connect`` go in the
-URL's query string. PostgreSQL needs Django's psycopg 3 backend (Django 4.2+).
+URL's query string. PostgreSQL needs Django's psycopg 3 backend (Django 4.2+); MySQL and
+MariaDB, Django's engine on mysqlclient (the ``django-mysql`` extra), whose connections
+conveyor's MySQL queue takes as ``conn=``.
 """
 
 from __future__ import annotations
@@ -65,7 +67,7 @@ def queue(url: str | None = None) -> Queue:
 
 
 def db_connection(using: str | None = None) -> Any:
-    """Django's own DB-API connection (sqlite3 or psycopg), opened if need be. Pass it
+    """Django's own DB-API connection (sqlite3, psycopg or MySQLdb), opened if need be. Pass it
     as ``conn=`` so a job commits or rolls back with Django's transaction."""
     wrapper = connections[using or settings().using]
     wrapper.ensure_connection()

@@ -19,6 +19,7 @@ _DJANGO_OPTIONS = {"isolation_level", "server_side_binding", "pool", "assume_rol
 _ENGINES = {
     "django.db.backends.sqlite3": "sqlite",
     "django.db.backends.postgresql": "postgresql",
+    "django.db.backends.mysql": "mysql",  # mysqlclient; MariaDB too
 }
 
 
@@ -60,7 +61,7 @@ def database_url(database: dict[str, Any], *, schema: str | None = None) -> str:
     engine = _ENGINES.get(database.get("ENGINE", ""))
     if engine is None:
         raise ConfigurationError(
-            f"conveyor runs on SQLite and PostgreSQL, not {database.get('ENGINE')!r}; "
+            f"conveyor runs on SQLite, PostgreSQL and MySQL, not {database.get('ENGINE')!r}; "
             "set CONVEYOR['DATABASE_URL'] to a database of its own"
         )
     if engine == "sqlite":
@@ -76,6 +77,17 @@ def database_url(database: dict[str, Any], *, schema: str | None = None) -> str:
     auth = f"{user}:{quote(str(password), safe='')}@" if password else f"{user}@" if user else ""
     host = str(database.get("HOST") or "")
     port = f":{database['PORT']}" if database.get("PORT") else ""
+    name = quote(str(database.get("NAME") or ""))
+    if engine == "mysql":
+        # conveyor's MySQL connections are TCP ones: a socket path, or credentials kept
+        # in an option file, cannot be followed.
+        if host.startswith("/") or (database.get("OPTIONS") or {}).get("read_default_file"):
+            raise ConfigurationError(
+                "conveyor connects to MySQL over TCP with the HOST, PORT, USER, PASSWORD "
+                "and NAME of the Django database; set CONVEYOR['DATABASE_URL'] "
+                "(mysql://user:password@host:3306/name) for this one"
+            )
+        return f"mysql://{auth}{host}{port}/{name}"
     query = {
         k: v
         for k, v in (database.get("OPTIONS") or {}).items()
@@ -84,4 +96,4 @@ def database_url(database: dict[str, Any], *, schema: str | None = None) -> str:
     if schema:
         query["schema"] = schema
     tail = f"?{urlencode(query)}" if query else ""
-    return f"postgresql://{auth}{host}{port}/{quote(str(database.get('NAME') or ''))}{tail}"
+    return f"postgresql://{auth}{host}{port}/{name}{tail}"

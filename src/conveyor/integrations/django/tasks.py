@@ -19,8 +19,9 @@ backport, module ``django_tasks``, on Django 4.2 to 5.x) that keeps tasks in con
 - The queue's database: ``OPTIONS["DATABASE_URL"]``, else the Django integration's
   (``settings.CONVEYOR["DATABASE_URL"]``, ``settings.CONVEYOR_DATABASE_URL``, else the
   Django database ``CONVEYOR["USING"]``).
-- Where that is Django's own database, an enqueue inside ``transaction.atomic()`` runs
-  on Django's connection: the job commits or rolls back with the transaction.
+- Where that is Django's own database (SQLite, PostgreSQL, MySQL/MariaDB), an enqueue
+  inside ``transaction.atomic()`` runs on Django's connection: the job commits or rolls
+  back with the transaction.
 - A task's ``priority`` (higher first, -100..100) becomes the job's (lower first, so
   negated); ``queue_name`` is the job's queue, ``run_after`` its ``run_at``. Async task
   functions and ``takes_context`` are supported. ``OPTIONS["MAX_ATTEMPTS"]`` (default 1,

@@ -27,17 +27,18 @@ ROLLBACK TO SAVEPOINT conveyor_reserve_ids;
 
 -- name: insert_steps
 -- :items: rows [id, queue, task, payload, key, priority, run_at, max_attempts, job_group,
--- step, waiting_for, has_dependents, depends_on]. A step whose key an active job holds
+-- step, waiting_for, has_dependents, depends_on, trace_context]. A step whose key an active job holds
 -- makes the statement fail on conveyor_jobs_active_key: the handler then answers no row
 -- for the chunk (the caller names the step).
 INSERT INTO conveyor_jobs
     (id, queue, task, payload, `key`, priority, run_at, max_attempts, job_group,
-     workflow_id, step, waiting_for, has_dependents, depends_on, created_at, updated_at)
+     workflow_id, step, waiting_for, has_dependents, depends_on, trace_context,
+     created_at, updated_at)
 SELECT e.id, e.queue, e.task, e.payload, e.k, e.priority, coalesce(e.run_at, {now}),
        e.max_attempts, e.job_group, :workflow_id, e.step, e.waiting_for,
        e.has_dependents = 1,
        CASE WHEN JSON_TYPE(e.depends_on) = 'NULL' THEN NULL ELSE e.depends_on END,
-       {now}, {now}
+       e.trace_context, {now}, {now}
 FROM JSON_TABLE(:items, '$[*]' COLUMNS (
          ord            FOR ORDINALITY,
          id             BIGINT PATH '$[0]',
@@ -52,7 +53,8 @@ FROM JSON_TABLE(:items, '$[*]' COLUMNS (
          step           {text} PATH '$[9]',
          waiting_for    INT PATH '$[10]',
          has_dependents INT PATH '$[11]',
-         depends_on     JSON PATH '$[12]')) AS e
+         depends_on     JSON PATH '$[12]',
+         trace_context  LONGTEXT PATH '$[13]')) AS e
 ORDER BY e.ord;
 
 -- name: inserted_steps

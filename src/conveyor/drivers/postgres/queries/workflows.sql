@@ -12,17 +12,18 @@ ORDER BY 1;
 
 -- name: insert_steps
 -- :items: rows [id, queue, task, payload, key, priority, run_at, max_attempts, job_group,
--- step, waiting_for, has_dependents, depends_on]. A step whose key an active job holds
+-- step, waiting_for, has_dependents, depends_on, trace_context]. A step whose key an active job holds
 -- answers no row.
 INSERT INTO {schema}.conveyor_jobs
     (id, queue, task, payload, key, priority, run_at, max_attempts, job_group,
-     workflow_id, step, waiting_for, has_dependents, depends_on, created_at, updated_at)
+     workflow_id, step, waiting_for, has_dependents, depends_on, trace_context,
+     created_at, updated_at)
 OVERRIDING SYSTEM VALUE
 SELECT (e.value ->> 0)::bigint, e.value ->> 1, e.value ->> 2, (e.value ->> 3)::jsonb,
        e.value ->> 4, (e.value ->> 5)::integer, coalesce((e.value ->> 6)::timestamptz, now()),
        (e.value ->> 7)::integer, e.value ->> 8, :workflow_id::bigint, e.value ->> 9,
        (e.value ->> 10)::integer, (e.value ->> 11)::integer = 1,
-       nullif(e.value -> 12, 'null'::jsonb), now(), now()
+       nullif(e.value -> 12, 'null'::jsonb), e.value ->> 13, now(), now()
 FROM jsonb_array_elements(:items::jsonb) WITH ORDINALITY AS e(value, ord)
 ORDER BY e.ord
 ON CONFLICT (queue, key) WHERE key IS NOT NULL AND status IN ('pending', 'running')

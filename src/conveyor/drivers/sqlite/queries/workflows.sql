@@ -16,14 +16,15 @@ ORDER BY i;
 
 -- name: insert_steps
 -- :items: rows [id, queue, task, payload, key, priority, run_at, max_attempts, job_group,
--- step, waiting_for, has_dependents, depends_on]. A step whose key an active job holds
+-- step, waiting_for, has_dependents, depends_on, trace_context]. A step whose key an active job holds
 -- answers no row.
 INSERT INTO conveyor_jobs
     (id, queue, task, payload, key, priority, run_at, max_attempts, job_group,
-     workflow_id, step, waiting_for, has_dependents, depends_on, created_at, updated_at)
+     workflow_id, step, waiting_for, has_dependents, depends_on, trace_context,
+     created_at, updated_at)
 SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5,
        coalesce(value ->> 6, {now}), value ->> 7, value ->> 8, :workflow_id, value ->> 9,
-       value ->> 10, value ->> 11, nullif(value -> 12, 'null'), {now}, {now}
+       value ->> 10, value ->> 11, nullif(value -> 12, 'null'), value ->> 13, {now}, {now}
 FROM json_each(:items)
 WHERE true
 ORDER BY json_each.key

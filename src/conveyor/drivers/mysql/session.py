@@ -1,0 +1,110 @@
+"""What the synchronous and asynchronous MySQL sessions share, as ``PostgresValues``
+is shared by PostgreSQL's pair: a connection's set-up, how conveyor works on a caller's
+connection, the handler table, the statements a session runs on its one cursor (bound,
+then answered), and the pace of retries and of the watch for other processes' commits.
+Only the waiting differs: the drivers' sessions call the cursor, or await it."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pymysql.constants import SERVER_STATUS
+
+from conveyor.drivers.mysql.dialect import LOCK_WAIT_TIMEOUT, bind, is_mariadb
+from conveyor.drivers.mysql.handlers import Insert, Rows, Step, async_handlers, sync_handlers
+from conveyor.drivers.mysql.operator_handlers import OPERATOR_HANDLERS
+from conveyor.drivers.sql import Statements
+
+# The operations the dialect performs with several statements, the queue's and the
+# operator's (kept in a module of their own, which imports handlers.py), for sessions
+# that run their statements one after the other, and for those that await them.
+SYNC_HANDLERS = sync_handlers(OPERATOR_HANDLERS)
+ASYNC_HANDLERS = async_handlers(OPERATOR_HANDLERS)
+
+SQL_MODE = "STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION,ERROR_FOR_DIVISION_BY_ZERO"
+# Statements that make a session of their own on a fresh connection.
+SESSION_SETUP = (
+    "SET time_zone = '+00:00'",
+    "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
+    f"SET SESSION sql_mode = '{SQL_MODE}'",
+    f"SET SESSION innodb_lock_wait_timeout = {LOCK_WAIT_TIMEOUT}",
+)
+
+# How often a watcher looks for other processes' commits.
+WATCH_INTERVAL = 0.05
+# The newest deltas a watcher reads: a commit that lands among them is seen even when
+# a later id committed first.
+WATCH_ROWS = 100
+WATCH = (
+    "SELECT max(id) AS top, count(*) AS n FROM"
+    f" (SELECT id FROM conveyor_count_deltas ORDER BY id DESC LIMIT {WATCH_ROWS}) AS recent"
+)
+# A statement committed on its own is run again this many times after a conflict.
+RETRIES = 5
+
+
+def conflict_pause(attempt: int) -> float:
+    """A short, jittered pause before running a transaction again after a conflict."""
+    return random.uniform(0.005, 0.02) * (attempt + 1)
+
+
+def session_init(server_version: str) -> str:
+    """``SESSION_SETUP`` as one statement (a pool's ``init_command``): the isolation
+    level's variable is named differently on MariaDB and MySQL."""
+    isolation = "tx_isolation" if is_mariadb(server_version) else "transaction_isolation"
+    return (
+        f"SET time_zone = '+00:00', SESSION {isolation} = 'READ-COMMITTED',"
+        f" SESSION sql_mode = '{SQL_MODE}',"
+        f" SESSION innodb_lock_wait_timeout = {LOCK_WAIT_TIMEOUT}"
+    )
+
+
+def own_transaction(conn: Any) -> bool:
+    """Whether work on a caller's connection is a transaction of its own (the connection
+    is in autocommit mode, nothing begun), else a savepoint inside theirs, so a failure
+    of ours leaves the rest of their transaction as it was. mysqlclient's connections
+    say nothing of an open transaction: Django's, outside ``atomic()``, autocommit."""
+    status: int = getattr(conn, "server_status", 0)
+    in_transaction = bool(status & SERVER_STATUS.SERVER_STATUS_IN_TRANS)
+    return bool(conn.get_autocommit()) and not in_transaction
+
+
+def begin_statements(own: bool) -> tuple[str, str, str]:
+    """How a session on a caller's connection begins, commits and rolls back."""
+    if own:
+        return "BEGIN", "COMMIT", "ROLLBACK"
+    return "SAVEPOINT conveyor", "RELEASE SAVEPOINT conveyor", "ROLLBACK TO SAVEPOINT conveyor"
+
+
+class CursorStatements:
+    """A session's statements on its one cursor (a PyMySQL, mysqlclient or aiomysql
+    dict cursor): each step bound to its statement, and the cursor's answer read as the
+    step asks (rows; the first new id and the count of an insert; a count)."""
+
+    def _use(
+        self,
+        cursor: Any,
+        queries: Statements,
+        consecutive_ids: bool,
+        escape: Callable[[Any], str] | None = None,
+    ) -> None:
+        self._cur = cursor
+        self._queries = queries
+        self._consecutive_ids = consecutive_ids
+        self._escape = escape or cursor.connection.escape
+
+    @property
+    def consecutive_ids(self) -> bool:
+        return self._consecutive_ids
+
+    def _bound(self, step: Step) -> tuple[str, Mapping[str, Any]]:
+        return bind(self._queries.text(step.name, step.params), step.params, self._escape)
+
+    def _answer(self, step: Step, rows: Any) -> Any:
+        if isinstance(step, Rows):
+            return list(rows)
+        if isinstance(step, Insert):
+            return int(self._cur.lastrowid), int(self._cur.rowcount)
+        return int(self._cur.rowcount)
