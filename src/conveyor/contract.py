@@ -658,11 +658,23 @@ class QueueAPI(ABC):
         return self._run(runs.workflow(workflow_id))
 
     def workflows(
-        self, *, limit: int = 100, after: int | None = None, newest_first: bool = False
+        self,
+        *,
+        limit: int = 100,
+        after: int | None = None,
+        newest_first: bool = False,
+        status: str | None = None,
+        label: str | None = None,
     ) -> list[WorkflowSummary]:
         """Runs in id order, ``limit`` at a time, with their status and counts; page with
-        ``after`` = the last id seen (``newest_first``: descending, below ``after``)."""
-        return self._run(runs.workflows(limit=limit, after=after, newest_first=newest_first))
+        ``after`` = the last id seen (``newest_first``: descending, below ``after``).
+        ``status``: only runs in that status (``running``, ``completed``, ``failed``,
+        ``cancelled``); ``label``: only runs with that label."""
+        return self._run(
+            runs.workflows(
+                limit=limit, after=after, newest_first=newest_first, status=status, label=label
+            )
+        )
 
     def cancel_workflow(self, workflow_id: int) -> WorkflowRun:
         """Cancel every step of the run that is not final yet; returns the run."""

@@ -83,6 +83,20 @@ def test_run_now_all_is_bounded_and_filtered(q: conveyor.Queue) -> None:
         q.run_now_all(limit=1001)
 
 
+def test_a_deleted_job_takes_its_edges_at_both_ends(q: conveyor.Queue) -> None:
+    run = q.enqueue_workflow(conveyor.chain("a.one", "a.two", "a.three", label="chain"))
+    one, two, three = (run.jobs[name].id for name in ("one", "two", "three"))
+    for job_id in (one, two, three):
+        claim = q.claim_job(job_id)
+        q.complete(job_id, claim.id, None)
+    assert q.dependents(one) == [two] and q.dependents(two) == [three]
+    q.delete_job(two)  # the edges two -> one and three -> two go with it
+    assert q.dependents(one) == [] and q.dependents(two) == []
+    assert q.parents(three) == []
+    assert q.prune(older_than=0) == 2
+    assert q.dependents(one) == [] and q.workflows()[0].total == 0
+
+
 def test_delete_job_takes_a_final_job_with_its_subscribers_and_edges(q: conveyor.Queue) -> None:
     first = q.enqueue("t", key="report", subscriber="mailer")
     after = q.enqueue("t", after=[first.id])

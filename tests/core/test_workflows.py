@@ -253,6 +253,36 @@ def test_a_bad_step_refuses_the_whole_run(q: Any) -> None:
     assert q.workflows() == []
 
 
+def test_runs_are_listed_by_status_and_label(q: Any) -> None:
+    running, cancelled, other = (
+        q.enqueue_workflow(_book(label)).id for label in ("book-1", "book-1", "book-2")
+    )
+    q.cancel_workflow(cancelled)
+    failed = q.enqueue_workflow(conveyor.chain("a.one", "a.two", label="book-1")).id
+    claim = q.claim_job(q.workflow(failed).jobs["one"].id)
+    q.fail(claim.jobs[0].id, claim.id, "no text", retryable=False)
+    completed = q.enqueue_workflow(conveyor.chain("reports.collect", label="book-1")).id
+    claim = q.claim_job(q.workflow(completed).jobs["collect"].id)
+    q.complete(claim.jobs[0].id, claim.id, None)
+
+    def ids(**filters: Any) -> list[int]:
+        return [w.id for w in q.workflows(**filters)]
+
+    assert ids(status="running") == [running, other]
+    assert ids(status="cancelled") == [cancelled]
+    assert ids(status=WorkflowStatus.FAILED) == [failed]
+    assert ids(status="completed") == [completed]
+    assert ids(label="book-2") == [other]
+    assert ids(label="book-1", status="running") == [running]
+    assert ids(label="book-1", newest_first=True, limit=2) == [completed, failed]
+    assert ids(label="book-1", status="running", newest_first=True, after=running) == []
+    assert ids(label="no such label") == []
+    assert all(w.status == "failed" for w in q.workflows(status="failed"))
+    for bad in ({"status": "pending"}, {"status": 3}, {"label": ""}, {"label": "x" * 201}):
+        with pytest.raises(InvalidArgument):
+            q.workflows(**bad)
+
+
 def test_runs_are_listed_paged_and_missing_ones_refused(q: Any) -> None:
     ids = [q.enqueue_workflow(_book(f"book-{n}")).id for n in range(3)]
     listed = q.workflows()

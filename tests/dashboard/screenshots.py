@@ -20,7 +20,7 @@ DESKTOP = {"width": 1280, "height": 800}
 PHONE = {"width": 390, "height": 844}
 
 
-def shots(book: int) -> list[tuple[str, str, dict[str, int], str, str]]:
+def shots(book: int, workflow: int) -> list[tuple[str, str, dict[str, int], str, str]]:
     """(file name, page, viewport, colour scheme, what shows the page is ready; a file
     name ending in ``-panel.png`` is that element alone)."""
     overview = 'tr[data-queue="mail"]'
@@ -34,6 +34,15 @@ def shots(book: int) -> list[tuple[str, str, dict[str, int], str, str]]:
         ("dashboard-jobs-phone.png", "jobs?status=failed", PHONE, "light", "table.jobs tbody tr"),
         ("dashboard-job.png", f"jobs/{book}", DESKTOP, "light", ".progress-text"),
         ("dashboard-job-dark.png", f"jobs/{book}", DESKTOP, "dark", ".progress-text"),
+        ("dashboard-workflows.png", "workflows", DESKTOP, "light", "table.workflows tbody tr"),
+        ("dashboard-workflow.png", f"workflows/{workflow}", DESKTOP, "light", "svg.dag .node"),
+        (
+            "dashboard-workflow-dark.png",
+            f"workflows/{workflow}",
+            DESKTOP,
+            "dark",
+            "svg.dag .node",
+        ),
         ("dashboard-workers.png", "workers", DESKTOP, "light", "table.running-now tbody th"),
         ("dashboard-scheduled.png", "scheduled", DESKTOP, "light", "table.deferred tbody tr"),
         (
@@ -63,7 +72,7 @@ def take(out: Path) -> list[Path]:
         ids = seed(q)
         with live_server(create_app(q, tokens={})) as url, sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-            for name, path, viewport, scheme, ready in shots(ids["book"]):
+            for name, path, viewport, scheme, ready in shots(ids["book"], ids["workflow"]):
                 context = browser.new_context(viewport=viewport, color_scheme=scheme)
                 page: Any = context.new_page()
                 page.goto(f"{url}/{path}")

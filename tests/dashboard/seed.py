@@ -34,6 +34,7 @@ def seed(q: conveyor.Queue) -> dict[str, int]:
     """Fill ``q``; returns the ids worth a look (``book``: the job reading pages)."""
     ids: dict[str, int] = {}
     ids["book"] = _books(q)
+    ids["workflow"] = _workflows(q)
     _downloads(q)
     _mail(q)
     _sync(q)
@@ -56,6 +57,48 @@ def _finish(q: conveyor.Queue, queue: str, completed: int, worker: str) -> None:
     q.complete_many(
         [(job.id, claim.id, {"ok": True, "took_ms": 40 + job.id % 300}) for job in claim]
     )
+
+
+def _workflows(q: conveyor.Queue) -> int:
+    """Three runs: a finished chain, an import whose one failed row cancelled its
+    callback, and a book read page by page (300 pages, one failed); returns the book's."""
+    report = conveyor.chain("reports.collect", "reports.render", "reports.publish",
+                            label="nightly-report")  # fmt: skip
+    run = q.enqueue_workflow(report)
+    for job in run.jobs.values():
+        claim = q.claim_job(job.id, worker="cron-01:worker-1")
+        q.complete(job.id, claim.id, {"ok": True})
+
+    imports = conveyor.Workflow("import 2026-11")
+    rows = [imports.add("imports.row", row=n, queue="imports") for n in range(40)]
+    imports.add("imports.report_success", after=rows, queue="imports")
+    run = q.enqueue_workflow(imports)
+    steps = list(run.jobs.values())
+    for job in steps[:40]:
+        claim = q.claim_job(job.id, worker="etl-02:worker-1")
+        if job.step == "row-13":
+            q.fail(job.id, claim.id, "ValueError: row 13: no ISBN", retryable=False)
+        else:
+            q.complete(job.id, claim.id, {"imported": True})
+
+    book = conveyor.Workflow("book-42")
+    extract = book.add("books.extract_text", book=42, queue="ocr")
+    pages = [book.add("books.ocr_page", book=42, page=n, after=[extract], queue="ocr")
+             for n in range(1, 301)]  # fmt: skip
+    done = book.add("books.finalize", book=42, after=pages, queue="ocr")
+    book.add("books.notify_owner", book=42, after=[done], on_dependency_failure="run",
+             queue="ocr")  # fmt: skip
+    run = q.enqueue_workflow(book)
+    ids = [run.jobs["extract_text"].id] + [run.jobs[p.name].id for p in pages]
+    for n, job_id in enumerate(ids[:232]):
+        claim = q.claim_job(job_id, worker=f"ocr-0{1 + n % 3}:worker-1")
+        if n == 117:
+            q.fail(job_id, claim.id, "OCRError: page 117 is blank", retryable=False)
+        else:
+            q.complete(job_id, claim.id, {"chars": 1800 + n})
+    for n, job_id in enumerate(ids[232:238]):
+        q.claim_job(job_id, worker=f"ocr-0{1 + n % 3}:worker-2", lease=600)
+    return run.id
 
 
 def _downloads(q: conveyor.Queue) -> None:

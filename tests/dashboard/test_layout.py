@@ -11,6 +11,7 @@ import pytest
 from fastapi import FastAPI
 from playwright.sync_api import expect
 
+import conveyor
 from conveyor.web import create_app
 from tests.dashboard.browser import live_server
 from tests.dashboard.conftest import DESKTOP, PHONE, Opener, Server
@@ -28,6 +29,11 @@ def fill_queue(server: Server) -> int:
     q.worker_seen("ocr-host-with-a-long-name:worker-12", host="ocr-host-with-a-long-name",
                   pid=4242, queues=["books", "mail", "reports"], concurrency=8,
                   version="0.1.0", running=1, ttl=600)  # fmt: skip
+    wf = conveyor.Workflow("a-rather-long-workflow-label-for-the-quarterly-reports")
+    first = wf.add("reports.collect_every_branch_figure")
+    many = [wf.add("reports.render_branch_page", n=n, after=[first]) for n in range(40)]
+    wf.add("reports.publish_the_whole_report", after=many)
+    q.enqueue_workflow(wf)
     return job
 
 
@@ -48,6 +54,8 @@ def test_every_page_fits_the_screen(
         f"jobs/{job}": ".progress-text",
         "workers": "table.workers tbody th",
         "schedules": "table.schedules tbody td",
+        "workflows": "table.workflows tbody td",
+        f"workflows/{server.queue.workflows()[0].id}": "svg.dag a.node",
     }
     for path, sign in ready.items():
         page.goto(server.page_url(path))
@@ -84,6 +92,9 @@ def test_keyboard_only(server: Server, browse: Opener) -> None:
     page.keyboard.press("j")
     expect(page.locator("main h1")).to_have_text("Jobs")
     expect(page.locator("main h1")).to_be_focused()
+    page.keyboard.press("g")
+    page.keyboard.press("f")
+    expect(page.locator("main h1")).to_have_text("Workflows")
     page.keyboard.press("g")
     page.keyboard.press("w")
     expect(page.locator("main h1")).to_have_text("Workers")

@@ -74,3 +74,23 @@ def test_bad_runs_are_refused_with_json_errors(client: TestClient, queue: convey
     assert missing.json()["error"]["code"] == "workflow_not_found"
     assert client.post("/api/workflows/424242/retry").status_code == 404
     assert client.get("/api/workflows/0").status_code == 422
+
+
+def test_runs_are_filtered_by_status_and_label(client: TestClient) -> None:
+    first = client.post("/api/workflows", json=BOOK).json()["id"]
+    second = client.post("/api/workflows", json={**BOOK, "label": "book-43"}).json()["id"]
+    client.post(f"/api/workflows/{first}/cancel")
+
+    def listed(**params: Any) -> list[int]:
+        answer = client.get("/api/workflows", params=params, headers=bearer("reader"))
+        assert answer.status_code == 200, answer.text
+        return [w["id"] for w in answer.json()["workflows"]]
+
+    assert listed(status="cancelled") == [first]
+    assert listed(status="running") == [second]
+    assert listed(label="book-43") == [second]
+    assert listed(label="book-42", status="running") == []
+    for bad in ({"status": "pending"}, {"label": "x" * 201}, {"status": ""}):
+        refused = client.get("/api/workflows", params=bad, headers=bearer("reader"))
+        assert refused.status_code == 422, (bad, refused.text)
+        assert refused.json()["error"]["code"] in {"invalid_argument", "validation_error"}

@@ -76,12 +76,21 @@ def workflows(
         int | None, typer.Option("--after", help="Page on: the last id of the previous page.")
     ] = None,
     oldest_first: Annotated[bool, typer.Option("--oldest-first", help="Ascending ids.")] = False,
+    status: Annotated[
+        str | None,
+        typer.Option(
+            "--status", help="Only runs in this status: running, completed, failed, cancelled."
+        ),
+    ] = None,
+    label: Annotated[str | None, typer.Option("--label", help="Only runs with this label.")] = None,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """List workflow runs, newest first, with their status and counts."""
     with open_queue(db) as q:
-        runs = q.workflows(limit=limit, after=after, newest_first=not oldest_first)
+        runs = q.workflows(
+            limit=limit, after=after, newest_first=not oldest_first, status=status, label=label
+        )
         now = q.now()
     if as_json:
         print_json([r.to_dict() for r in runs])

@@ -989,20 +989,26 @@ class GetWorkflow(RowsOp):
 
 @dataclass(frozen=True, slots=True)
 class ListWorkflows(RowsOp):
-    """Runs in id order after :after (0: from the start), at most :limit."""
+    """Runs in id order after :after (0: from the start), at most :limit; only those
+    with :label, and those whose status (read from their steps) is :status, if given."""
 
     op: ClassVar[str] = "list_workflows"
     after: int
     limit: int
+    label: str | None = None
+    status: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class ListWorkflowsNewest(RowsOp):
-    """Runs in descending id order below :after (None: from the newest), at most :limit."""
+    """Runs in descending id order below :after (None: from the newest), at most :limit;
+    filtered as ``ListWorkflows``."""
 
     op: ClassVar[str] = "list_workflows_newest"
     after: int | None
     limit: int
+    label: str | None = None
+    status: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,8 +25,10 @@ from conveyor.ops import Announce, Call, LazyArgs, Plan, Row, Values
 from conveyor.ops.defaults import MAX_JOB_ID, MAX_LIST, Defaults, job_id
 from conveyor.ops.enqueue import MAX_DEPENDENCIES, NewJob, new_job
 from conveyor.workflow import (
+    MAX_LABEL_LENGTH,
     Workflow,
     WorkflowRun,
+    WorkflowStatus,
     WorkflowSummary,
     full_counts,
     run_status,
@@ -256,20 +258,36 @@ def _read_run(v: Values, wid: int, verb: str = "read") -> Plan[WorkflowRun]:
 
 
 def workflows(
-    *, limit: Any = 100, after: Any = None, newest_first: Any = False
+    *,
+    limit: Any = 100,
+    after: Any = None,
+    newest_first: Any = False,
+    status: Any = None,
+    label: Any = None,
 ) -> Call[list[WorkflowSummary]]:
     """Runs in id order, ``limit`` at a time; page with ``after`` = the last id seen.
-    ``newest_first``: descending ids, where ``after`` means ids below it."""
+    ``newest_first``: descending ids, where ``after`` means ids below it. ``status``:
+    only runs in that status (read from their steps); ``label``: only runs so labelled."""
     size = check.integer(limit, "limit", low=1, high=MAX_LIST)
     cursor = None if after is None else check.integer(after, "after", low=0, high=MAX_JOB_ID)
     if not isinstance(newest_first, bool):
         raise InvalidArgument(f"newest_first: expected true or false, got {newest_first!r}")
+    wanted = None
+    if status is not None:
+        try:
+            wanted = str(WorkflowStatus(status))
+        except ValueError:
+            choices = ", ".join(str(s) for s in WorkflowStatus)
+            raise InvalidArgument(f"status: expected one of {choices}, got {status!r}") from None
+    named = None if label is None else check.name(label, "label", max_length=MAX_LABEL_LENGTH)
 
     def build(v: Values) -> Plan[list[WorkflowSummary]]:
         if newest_first:
-            rows = yield db.ListWorkflowsNewest(after=cursor, limit=size)
+            rows = yield db.ListWorkflowsNewest(
+                after=cursor, limit=size, label=named, status=wanted
+            )
         else:
-            rows = yield db.ListWorkflows(after=cursor or 0, limit=size)
+            rows = yield db.ListWorkflows(after=cursor or 0, limit=size, label=named, status=wanted)
         if not rows:
             return []
         tallies = yield db.WorkflowCounts(ids=v.json_param([r["id"] for r in rows]))
@@ -286,7 +304,11 @@ def workflows(
             )
         return out
 
-    args = {"limit": size, "after": cursor, "newest_first": newest_first}
+    args: dict[str, Any] = {"limit": size, "after": cursor, "newest_first": newest_first}
+    if wanted is not None:
+        args["status"] = wanted
+    if named is not None:
+        args["label"] = named
     return Call("workflows", args, build, write=False)
 
 

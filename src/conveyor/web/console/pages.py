@@ -19,6 +19,7 @@ from starlette.types import Scope
 
 import conveyor
 from conveyor.web.routes.common import JobIdPath
+from conveyor.web.routes.workflows import WorkflowIdPath
 
 # Scripts, styles, fetches and images from this server only; no inline script or
 # style, no framing, no <base>, forms posting nowhere else.
@@ -78,6 +79,16 @@ def jobs(request: Request) -> HTMLResponse:
 
 @router.get("/jobs/{job_id:int}", response_class=HTMLResponse, include_in_schema=False)
 def job(request: Request, job_id: JobIdPath) -> HTMLResponse:
+    return shell(request)
+
+
+@router.get("/workflows", response_class=HTMLResponse, include_in_schema=False)
+def workflows(request: Request) -> HTMLResponse:
+    return shell(request)
+
+
+@router.get("/workflows/{workflow_id:int}", response_class=HTMLResponse, include_in_schema=False)
+def workflow(request: Request, workflow_id: WorkflowIdPath) -> HTMLResponse:
     return shell(request)
 
 

@@ -14,7 +14,13 @@ from conveyor.web.models import WorkflowRequest
 from conveyor.web.router import Router, route
 from conveyor.web.routes.common import JobIdPath
 from conveyor.web.state import State
-from conveyor.workflow import Workflow, WorkflowRun, summary_json
+from conveyor.workflow import (
+    MAX_LABEL_LENGTH,
+    Workflow,
+    WorkflowRun,
+    WorkflowStatus,
+    summary_json,
+)
 
 router = Router(tags=["workflows"])
 
@@ -45,10 +51,20 @@ def list_workflows(
     limit: Annotated[int, Query(ge=1, le=MAX_LIST)] = 100,
     after: Annotated[int | None, Query(ge=0, le=MAX_JOB_ID, description="last id seen")] = None,
     newest_first: bool = False,
+    status: Annotated[WorkflowStatus | None, Query(description="only runs in this status")] = None,
+    label: Annotated[
+        str | None, Query(max_length=MAX_LABEL_LENGTH, description="only runs with this label")
+    ] = None,
 ) -> Response:
     """Runs in id order with their status and counts by status (`newest_first`:
-    descending, `after` meaning ids below it)."""
-    runs = state.queue.workflows(limit=limit, after=after, newest_first=newest_first)
+    descending, `after` meaning ids below it); `status` and `label` filter them."""
+    runs = state.queue.workflows(
+        limit=limit,
+        after=after,
+        newest_first=newest_first,
+        status=None if status is None else str(status),
+        label=label,
+    )
     return answer({"workflows": [summary_json(r) for r in runs]})
 
 

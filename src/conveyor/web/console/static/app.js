@@ -9,6 +9,8 @@ import { toast } from "./dialog.js";
 import * as overview from "./overview.js";
 import * as jobs from "./jobs.js";
 import * as job from "./job.js";
+import * as workflows from "./workflows.js";
+import * as workflow from "./workflow.js";
 import * as workers from "./workers.js";
 import * as schedules from "./schedules.js";
 import * as scheduled from "./scheduled.js";
@@ -18,6 +20,8 @@ const ROUTES = [
   [/^$/, overview, "overview"],
   [/^jobs$/, jobs, "jobs"],
   [/^jobs\/([0-9]{1,19})$/, job, "jobs"],
+  [/^workflows$/, workflows, "workflows"],
+  [/^workflows\/([0-9]{1,19})$/, workflow, "workflows"],
   [/^scheduled$/, scheduled, "scheduled"],
   [/^workers$/, workers, "workers"],
   [/^schedules$/, schedules, "schedules"],
@@ -232,7 +236,9 @@ function wire() {
     if (event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return;
     const a = event.target.closest("a[href]");
     if (!a || a.target || a.hasAttribute("download")) return;
-    const url = new URL(a.href, location.href);
+    // An SVG link's href is an object: read the attribute.
+    const target = typeof a.href === "string" ? a.href : a.getAttribute("href");
+    const url = new URL(target, location.href);
     if (url.origin !== location.origin || !route(url)) return;
     event.preventDefault();
     navigate(url.pathname + url.search);
@@ -267,7 +273,9 @@ function shortcut(event) {
   const key = event.key;
   if (pendingG) {
     pendingG = false;
-    const to = { o: "", j: "jobs", d: "scheduled", w: "workers", s: "schedules" }[key];
+    const to = { o: "", j: "jobs", f: "workflows", d: "scheduled", w: "workers", s: "schedules" }[
+      key
+    ];
     if (to !== undefined) {
       event.preventDefault();
       navigate(page(to));
@@ -288,7 +296,7 @@ function shortcut(event) {
     moveRow(key === "j" ? 1 : -1);
   } else if (key === "?") {
     toast(
-      "Keys: / search · p pause · r refresh · j/k next/previous row · g o, g j, g d, g w, g s go to a section",
+      "Keys: / search · p pause · r refresh · j/k next/previous row · g o, g j, g f, g d, g w, g s go to a section",
     );
   }
 }

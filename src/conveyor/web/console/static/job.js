@@ -291,6 +291,17 @@ function facts(job) {
     dl([
       ["Status", job.status],
       ["Attempts", `${job.attempts} of ${job.max_attempts}`],
+      job.workflow_id
+        ? [
+            "Workflow",
+            h(
+              "span",
+              { id: "job-workflow" },
+              h("a", { href: page(`workflows/${job.workflow_id}`) }, `Workflow ${job.workflow_id}`),
+              job.step ? [" · step ", h("code", {}, job.step)] : null,
+            ),
+          ]
+        : null,
       ["Priority", String(job.priority)],
       job.group ? ["Group", job.group] : null,
       ["Run at", stamp(job.run_at)],
