@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from conveyor.config import database_url, open_backend, parse_url
@@ -25,6 +26,8 @@ from conveyor.ops.defaults import (
     Duration,
 )
 from conveyor.ops.enqueue import Dedupe, OnActive, OnFailed
+from conveyor.ops.idempotency import PRUNE_BATCH, Answer, IdempotentRequest, Outcome, idempotent
+from conveyor.ops.idempotency import prune as prune_idempotency
 from conveyor.retry import BackoffPolicy
 
 T = TypeVar("T")
@@ -92,6 +95,20 @@ class Queue(QueueAPI):
             assert not isinstance(again, Once)
             with self.driver.session(conn=call.conn) as session:
                 return drive(again, session, writing=True)
+
+    # -- idempotent requests (the HTTP server's Idempotency-Key) ----------------------
+    def run_idempotent(
+        self, call: Call[T], request: IdempotentRequest, render: Callable[[T], Answer]
+    ) -> Outcome[T]:
+        """Run ``call`` (one that creates jobs) once per ``request`` key: the key's
+        record, the jobs and their answer (``render`` of the result) commit together;
+        the same key again gives the stored answer and creates nothing. Raises
+        ``IdempotencyKeyReused`` when the key was used with another request."""
+        return self._run(idempotent(call, request, render))
+
+    def prune_idempotency_keys(self, limit: int = PRUNE_BATCH) -> int:
+        """Delete at most ``limit`` idempotency records whose retention is over."""
+        return self._run(prune_idempotency(limit))
 
     # -- lifecycle ------------------------------------------------------------------
     def close(self) -> None:
