@@ -6,7 +6,10 @@ The record of the key is inserted first, in the transaction that creates the job
 the answer is stored in it before that transaction commits: either the jobs and their
 answer are both written, or neither is. A second request with the key, while the first
 is still open, waits on the record's row (its insert meets the first one's) and then
-reads the committed answer; if the first rolled back, the second creates the jobs.
+reads the committed answer; if the first rolled back, the second creates the jobs. A
+record past its retention is deleted by the request that finds it, which then takes
+the key (nothing is deleted before an insert is tried: on MySQL, two requests deleting
+a row that is not there would lock the same gap and deadlock on their inserts).
 """
 
 from __future__ import annotations
@@ -109,12 +112,18 @@ def _plan(
     v: Values, call: Call[T], request: IdempotentRequest, render: Callable[[T], Answer]
 ) -> Plan[Outcome[T]]:
     scope, key = request.scope, request.key
-    yield db.ForgetExpiredIdempotencyKey(scope=scope, idem_key=key)
-    claimed = yield db.ClaimIdempotencyKey(
+    claim = db.ClaimIdempotencyKey(
         scope=scope, idem_key=key, request_hash=request.request_hash, keep_s=request.keep_s
     )
+    claimed = yield claim
     if not claimed:
         rows = yield db.IdempotencyRecord(scope=scope, idem_key=key)
+        if rows and rows[0]["expired"]:  # kept long enough: the key is free again
+            yield db.ForgetExpiredIdempotencyKey(scope=scope, idem_key=key)
+            claimed = yield claim
+            if not claimed:
+                rows = yield db.IdempotencyRecord(scope=scope, idem_key=key)
+    if not claimed:
         if not rows:  # deleted between the two statements: its retention just ended
             raise RequestInProgress("the Idempotency-Key's record just expired; send it again")
         row = rows[0]

@@ -33,12 +33,11 @@ IdempotencyKey = Annotated[
     Header(
         alias="Idempotency-Key",
         description=(
-            "1 to 255 printable ASCII characters. The first answer is kept (24 h by "
+            f"1 to {MAX_KEY_LENGTH} printable ASCII characters (else 422 `invalid_argument`). The first answer is kept (24 h by "
             "default); the same key with the same request replays it (header "
             "`Idempotent-Replayed: true`) and creates nothing; with another request, 422 "
             "`idempotency_key_reused`."
         ),
-        max_length=MAX_KEY_LENGTH,
     ),
 ]
 

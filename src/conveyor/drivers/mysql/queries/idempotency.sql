@@ -18,7 +18,7 @@ VALUES (:scope, :idem_key, :request_hash, {now}, {now} + INTERVAL :keep_s SECOND
 
 -- name: idempotency_record
 -- A locking read: the latest committed row, whatever this transaction's snapshot.
-SELECT request_hash, status, body FROM conveyor_idempotency_keys
+SELECT request_hash, status, body, expires_at <= {now} AS expired FROM conveyor_idempotency_keys
 WHERE scope = :scope AND idem_key = :idem_key
 LOCK IN SHARE MODE;
 

@@ -14,7 +14,7 @@ VALUES (:scope, :idem_key, :request_hash, {now}, {now} + :keep_s)
 ON CONFLICT (scope, idem_key) DO NOTHING;
 
 -- name: idempotency_record
-SELECT request_hash, status, body FROM conveyor_idempotency_keys
+SELECT request_hash, status, body, expires_at <= {now} AS expired FROM conveyor_idempotency_keys
 WHERE scope = :scope AND idem_key = :idem_key;
 
 -- name: save_idempotent_answer
