@@ -34,7 +34,8 @@ IdempotencyKey = Annotated[
         alias="Idempotency-Key",
         description=(
             f"1 to {MAX_KEY_LENGTH} printable ASCII characters (else 422 "
-            "`invalid_argument`). The first answer is kept (24 h by default); the same key with the same request replays it (header "
+            "`invalid_argument`). The first answer is kept (24 h by default); the same "
+            "key with the same request replays it (header "
             "`Idempotent-Replayed: true`) and creates nothing; with another request, 422 "
             "`idempotency_key_reused`."
         ),
