@@ -14,8 +14,8 @@ from typing import Any, TypeVar
 from conveyor.config import database_url, open_backend, parse_url
 from conveyor.contract import QueueAPI
 from conveyor.drivers.base import Driver, Session
-from conveyor.drivers.operations import Operation
-from conveyor.errors import ConveyorError, TransactionConflict
+from conveyor.drivers.operations import Operation, PruneIdempotencyKeys
+from conveyor.errors import ConveyorError, InvalidArgument, TransactionConflict
 from conveyor.ops import Announce, Call, Once, Plan
 from conveyor.ops.defaults import (
     DEFAULT_LEASE,
@@ -26,8 +26,14 @@ from conveyor.ops.defaults import (
     Duration,
 )
 from conveyor.ops.enqueue import Dedupe, OnActive, OnFailed
-from conveyor.ops.idempotency import PRUNE_BATCH, Answer, IdempotentRequest, Outcome, idempotent
-from conveyor.ops.idempotency import prune as prune_idempotency
+from conveyor.ops.idempotency import (
+    MAX_PRUNE_BATCH,
+    PRUNE_BATCH,
+    Answer,
+    IdempotentRequest,
+    Outcome,
+    idempotent,
+)
 from conveyor.retry import BackoffPolicy
 
 T = TypeVar("T")
@@ -108,7 +114,12 @@ class Queue(QueueAPI):
 
     def prune_idempotency_keys(self, limit: int = PRUNE_BATCH) -> int:
         """Delete at most ``limit`` idempotency records whose retention is over."""
-        return self._run(prune_idempotency(limit))
+        if not 1 <= limit <= MAX_PRUNE_BATCH:
+            raise InvalidArgument(f"limit: expected 1 to {MAX_PRUNE_BATCH}, got {limit}")
+        # Upkeep of the HTTP server's own table, not a call of the contract: one
+        # statement, in a transaction of its own.
+        with self.driver.session() as session:
+            return session.run(PruneIdempotencyKeys(limit=limit))
 
     # -- lifecycle ------------------------------------------------------------------
     def close(self) -> None:

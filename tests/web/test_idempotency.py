@@ -406,7 +406,8 @@ def test_each_remote_create_sends_a_key_of_its_own(app: FastAPI, client: TestCli
 # -- helpers ---------------------------------------------------------------------------
 def _records(url: str) -> list[tuple[Any, ...]]:
     """Every idempotency record, read straight from the database at ``url``."""
-    query = "SELECT scope, idem_key, request_hash, status, body FROM {}conveyor_idempotency_keys"
+    columns = "scope, idem_key, request_hash, answer_status, body"
+    query = f"SELECT {columns} FROM {{}}conveyor_idempotency_keys"
     if url.startswith("sqlite"):
         path = url.removeprefix("sqlite:///").split("?")[0]
         with closing(sqlite3.connect(path)) as conn:

@@ -733,7 +733,8 @@ class ClaimIdempotencyKey(CountOp):
 
 @dataclass(frozen=True, slots=True)
 class IdempotencyRecord(RowsOp):
-    """The key's record: ``request_hash``, ``status`` and ``body`` of its answer."""
+    """The key's record: ``request_hash``, ``answer_status`` and ``body`` of its answer
+    (null until it is saved), and whether it ``expired``."""
 
     op: ClassVar[str] = "idempotency_record"
     scope: str
@@ -747,7 +748,7 @@ class SaveIdempotentAnswer(CountOp):
     op: ClassVar[str] = "save_idempotent_answer"
     scope: str
     idem_key: str
-    status: int
+    answer_status: int
     body: str
 
 

@@ -30,6 +30,7 @@ DEFAULT_KEEP_SECONDS = 24 * 3600.0
 MAX_KEEP_SECONDS = 30 * 86400.0
 # Expired records deleted per statement by the maintenance pass.
 PRUNE_BATCH = 500
+MAX_PRUNE_BATCH = 10_000
 
 
 def check_key(key: str) -> str:
@@ -132,14 +133,16 @@ def _plan(
                 "Idempotency-Key: already used with another request (method, path or body); "
                 "nothing was written"
             )
-        if row["status"] is None:
+        if row["answer_status"] is None:
             raise RequestInProgress(
                 "a request with this Idempotency-Key has not answered yet; try again shortly"
             )
-        return Outcome(Answer(int(row["status"]), str(row["body"])), replayed=True)
+        return Outcome(Answer(int(row["answer_status"]), str(row["body"])), replayed=True)
     result = yield from _inner(v, call)
     answer = render(result)
-    yield db.SaveIdempotentAnswer(scope=scope, idem_key=key, status=answer.status, body=answer.body)
+    yield db.SaveIdempotentAnswer(
+        scope=scope, idem_key=key, answer_status=answer.status, body=answer.body
+    )
     return Outcome(answer, replayed=False, result=result)
 
 
@@ -159,18 +162,6 @@ def _inner(v: Values, call: Call[T]) -> Plan[T]:
     return again
 
 
-def prune(limit: int = PRUNE_BATCH) -> Call[int]:
-    """Delete at most ``limit`` records whose retention is over; how many were."""
-    if not 1 <= limit <= 10_000:
-        raise InvalidArgument(f"limit: expected 1 to 10000, got {limit}")
-
-    def build(v: Values) -> Plan[int]:
-        removed: int = yield db.PruneIdempotencyKeys(limit=limit)
-        return removed
-
-    return Call("prune_idempotency_keys", {"limit": limit}, build)
-
-
 __all__ = [
     "DEFAULT_KEEP_SECONDS",
     "MAX_KEEP_SECONDS",
@@ -181,5 +172,4 @@ __all__ = [
     "check_key",
     "digest",
     "idempotent",
-    "prune",
 ]

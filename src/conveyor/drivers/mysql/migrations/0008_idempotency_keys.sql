@@ -5,13 +5,13 @@
 -- of the method, the path and the canonical body. Keys are printable ASCII, compared
 -- byte for byte. (Migration 0012 of the SQLite and PostgreSQL schemas.)
 CREATE TABLE conveyor_idempotency_keys (
-    scope        CHAR(64)     CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
-    idem_key     VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
-    request_hash CHAR(64)     CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
-    status       INT,
-    body         LONGTEXT,
-    created_at   DATETIME(6)  NOT NULL,
-    expires_at   DATETIME(6)  NOT NULL,
+    scope         CHAR(64)     CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+    idem_key      VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+    request_hash  CHAR(64)     CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+    answer_status INT,
+    body          LONGTEXT,
+    created_at    DATETIME(6)  NOT NULL,
+    expires_at    DATETIME(6)  NOT NULL,
     PRIMARY KEY (scope, idem_key),
     KEY conveyor_idempotency_keys_expiry (expires_at)
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = {collation};

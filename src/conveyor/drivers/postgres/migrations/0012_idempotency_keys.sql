@@ -4,13 +4,13 @@
 -- scope: a SHA-256 (hex) of who asked (never the token itself); request_hash: a SHA-256
 -- of the method, the path and the canonical body.
 CREATE TABLE {schema}.conveyor_idempotency_keys (
-    scope        text        NOT NULL,
-    idem_key     text        NOT NULL,
-    request_hash text        NOT NULL,
-    status       integer,
-    body         text,
-    created_at   timestamptz NOT NULL DEFAULT now(),
-    expires_at   timestamptz NOT NULL,
+    scope         text        NOT NULL,
+    idem_key      text        NOT NULL,
+    request_hash  text        NOT NULL,
+    answer_status integer,
+    body          text,
+    created_at    timestamptz NOT NULL DEFAULT now(),
+    expires_at    timestamptz NOT NULL,
     PRIMARY KEY (scope, idem_key)
 );
 CREATE INDEX conveyor_idempotency_keys_expiry ON {schema}.conveyor_idempotency_keys (expires_at);

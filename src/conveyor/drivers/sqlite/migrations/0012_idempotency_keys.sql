@@ -4,13 +4,13 @@
 -- scope: a SHA-256 (hex) of who asked (never the token itself); request_hash: a SHA-256
 -- of the method, the path and the canonical body.
 CREATE TABLE conveyor_idempotency_keys (
-    scope        TEXT    NOT NULL,
-    idem_key     TEXT    NOT NULL,
-    request_hash TEXT    NOT NULL,
-    status       INTEGER,
-    body         TEXT,
-    created_at   REAL    NOT NULL,
-    expires_at   REAL    NOT NULL,
+    scope         TEXT    NOT NULL,
+    idem_key      TEXT    NOT NULL,
+    request_hash  TEXT    NOT NULL,
+    answer_status INTEGER,
+    body          TEXT,
+    created_at    REAL    NOT NULL,
+    expires_at    REAL    NOT NULL,
     PRIMARY KEY (scope, idem_key)
 );
 CREATE INDEX conveyor_idempotency_keys_expiry ON conveyor_idempotency_keys (expires_at);

@@ -14,12 +14,12 @@ VALUES (:scope, :idem_key, :request_hash, {now}, {now} + :keep_s)
 ON CONFLICT (scope, idem_key) DO NOTHING;
 
 -- name: idempotency_record
-SELECT request_hash, status, body, expires_at <= {now} AS expired FROM conveyor_idempotency_keys
+SELECT request_hash, answer_status, body, expires_at <= {now} AS expired FROM conveyor_idempotency_keys
 WHERE scope = :scope AND idem_key = :idem_key;
 
 -- name: save_idempotent_answer
-UPDATE conveyor_idempotency_keys SET status = :status, body = :body
-WHERE scope = :scope AND idem_key = :idem_key AND status IS NULL;
+UPDATE conveyor_idempotency_keys SET answer_status = :answer_status, body = :body
+WHERE scope = :scope AND idem_key = :idem_key AND answer_status IS NULL;
 
 -- name: prune_idempotency_keys
 -- At most :limit expired records, oldest first (a small batch: a short write lock).
