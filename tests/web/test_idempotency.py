@@ -4,8 +4,12 @@ send one with every create and retry a lost answer with it: on every database.""
 from __future__ import annotations
 
 import asyncio
+import json
+import signal
 import socket
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -23,10 +27,12 @@ from conveyor.aio.client import AsyncRemoteQueue
 from conveyor.client import RemoteQueue
 from conveyor.errors import ConfigurationError, DatabaseError, IdempotencyKeyReused
 from conveyor.maintenance import IdempotencyPruner
+from conveyor.ops.enqueue import enqueue as enqueue_call
+from conveyor.ops.idempotency import Answer, IdempotentRequest
 from conveyor.web import create_app
 from conveyor.web.limits import Limits
 from tests.conftest import PG_URL, mysql_connection
-from tests.web.conftest import TOKENS, bearer, snapshot
+from tests.web.conftest import TOKENS, bearer, serve_env, serving, snapshot
 
 # Every route that creates jobs, with a request body, and another body for the same path.
 CREATES = {
@@ -235,6 +241,84 @@ def test_the_retention_has_a_cap() -> None:
         Limits(idempotency_keep_seconds=31 * 86400.0)
     with pytest.raises(ConfigurationError):
         Limits(idempotency_keep_seconds=0)
+
+
+def test_the_jobs_and_the_key_commit_together_or_not_at_all(q: conveyor.Queue) -> None:
+    """An answer that fails to be stored (the process dying between the insert and the
+    commit) leaves neither the jobs nor the key: the retry creates them once."""
+    request = IdempotentRequest(scope="s" * 64, key="k", request_hash="h" * 64)
+
+    def crash(job: conveyor.Job) -> Answer:
+        raise RuntimeError("gone before the answer was stored")
+
+    with pytest.raises(RuntimeError):
+        q.run_idempotent(enqueue_call(q.defaults, "t", None), request, crash)
+    assert q.stats().total == 0
+
+    def store(job: conveyor.Job) -> Answer:
+        return Answer(201, json.dumps({"id": job.id}))
+
+    first = q.run_idempotent(enqueue_call(q.defaults, "t", None), request, store)
+    again = q.run_idempotent(enqueue_call(q.defaults, "t", None), request, store)
+    assert not first.replayed and again.replayed
+    assert again.answer == first.answer
+    assert [j.id for j in q.jobs()] == [json.loads(first.answer.body)["id"]]
+
+
+def test_a_server_killed_mid_request_leaves_a_retry_that_creates_once(db_url: str) -> None:
+    """``conveyor serve`` SIGKILLed while it writes a large batch: the retry with the
+    same key, to the restarted server, either creates the batch (nothing had committed)
+    or replays it (everything had): never both, never half."""
+    body = {"jobs": [{"task": "load", "payload": i} for i in range(3000)], "ids_only": True}
+    headers = {"Authorization": "Bearer wrk-secret-0001", "Idempotency-Key": "crash-1"}
+    tokens = "worker:wrk-secret-0001"
+    with serving(db_url, tokens=tokens) as served:
+        sending = threading.Thread(
+            target=lambda: _post_ignoring_errors(served.url, body, headers), daemon=True
+        )
+        sending.start()
+        time.sleep(0.3)
+        served.process.send_signal(signal.SIGKILL)
+        served.process.wait(timeout=30)
+        sending.join(timeout=60)
+    with serving(db_url, tokens=tokens) as served:
+        answer = httpx.post(f"{served.url}/api/jobs/batch", json=body, headers=headers, timeout=60)
+        again = httpx.post(f"{served.url}/api/jobs/batch", json=body, headers=headers, timeout=60)
+    assert answer.status_code == 201
+    assert again.headers["idempotent-replayed"] == "true"
+    assert again.json() == answer.json()
+    with conveyor.connect(db_url) as q:
+        assert q.stats().total == 3000
+        assert sorted(j.id for j in q.jobs(limit=5000)) == sorted(answer.json()["ids"])
+
+
+def test_serve_keeps_answers_for_its_idempotency_keep(db_url: str) -> None:
+    headers = {"Authorization": "Bearer wrk-secret-0001", "Idempotency-Key": "k"}
+    with serving(db_url, "--idempotency-keep", "1", tokens="worker:wrk-secret-0001") as served:
+        first = httpx.post(f"{served.url}/api/jobs", json={"task": "t"}, headers=headers)
+        replay = httpx.post(f"{served.url}/api/jobs", json={"task": "t"}, headers=headers)
+        with conveyor.connect(db_url) as q:
+            _wait_past_retention(q, 1.0)
+        later = httpx.post(f"{served.url}/api/jobs", json={"task": "t"}, headers=headers)
+    assert replay.headers["idempotent-replayed"] == "true"
+    assert "idempotent-replayed" not in later.headers
+    assert later.json()["id"] != first.json()["id"]
+
+
+def test_serve_refuses_a_retention_past_thirty_days(db_url: str) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "conveyor", "serve", "--db", db_url, "--port", "0",
+         "--idempotency-keep", str(31 * 86400)],
+        capture_output=True, text=True, timeout=60, env=serve_env(),
+    )  # fmt: skip
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr
+    assert "--idempotency-keep" in result.stderr
+
+
+def _post_ignoring_errors(url: str, body: Any, headers: dict[str, str]) -> None:
+    with suppress(httpx.HTTPError):
+        httpx.post(f"{url}/api/jobs/batch", json=body, headers=headers, timeout=60)
 
 
 # -- remote queues: a fresh key with each create, the same key for its retries ----------
