@@ -80,11 +80,15 @@ def run(
     render: Callable[[T], Response],
     *,
     sent: tuple[SendKind, str, int, Callable[[T], list[int]]],
+    created: Callable[[T], None] | None = None,
 ) -> Response:
     """The answer to a create request with an Idempotency-Key: ``call`` run once per
     key, its answer ``render`` of its result; or the answer stored by the first request
     with the key, replayed. ``sent``: the producer span's kind, queue and job count, and
-    the new jobs' ids (as the queue's own enqueue reports them to ``conveyor.tracing``)."""
+    the new jobs' ids (as the queue's own enqueue reports them to ``conveyor.tracing``).
+    ``render`` runs inside the transaction (it may run again if the database asks for
+    the transaction again); ``created`` sees the result once it committed (not for a
+    replay)."""
     wanted = IdempotentRequest(
         scope=caller_scope(request),
         key=check_key(key),
@@ -113,4 +117,6 @@ def run(
             media_type="application/json",
             headers={REPLAYED: "true"},
         )
+    if created is not None and outcome.result is not None:
+        created(outcome.result)
     return made[-1]

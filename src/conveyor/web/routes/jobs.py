@@ -68,16 +68,20 @@ def enqueue(
         _check_subscribers(state, [(options.get("queue") or "default", key, subscriber)])
 
     def render(job: Job) -> Response:
-        state.metrics.enqueued_jobs([job])
         return job_answer(job, status_code=200 if job.deduplicated else 201)
 
+    def created(job: Job) -> None:
+        state.metrics.enqueued_jobs([job])
+
     if idempotency_key is None:
-        return render(state.queue.enqueue(body.task, body.payload, **options))
+        job = state.queue.enqueue(body.task, body.payload, **options)
+        created(job)
+        return render(job)
     queue = str(options.get("queue") or "default")
     return idempotency.run(
         state, request, idempotency_key, body,
         lambda: enqueue_call(state.queue.defaults, body.task, body.payload, **options),
-        render, sent=("send", queue, 1, lambda job: [job.id]),
+        render, sent=("send", queue, 1, lambda job: [job.id]), created=created,
     )  # fmt: skip
 
 
@@ -120,17 +124,19 @@ def enqueue_many(
         )  # fmt: skip
 
     def render(jobs: list[Job]) -> Response:
-        state.metrics.enqueued_jobs(jobs)
         rendered = trimmed(jobs, state.limits.max_response_bytes).render()
         rendered.status_code = 201
         return rendered
 
     if idempotency_key is None:
-        return render(state.queue.enqueue_many(items, queue=body.queue))
+        jobs = state.queue.enqueue_many(items, queue=body.queue)
+        state.metrics.enqueued_jobs(jobs)
+        return render(jobs)
     return idempotency.run(
         state, request, idempotency_key, body,
         lambda: enqueue_many_call(state.queue.defaults, items, queue=body.queue),
         render, sent=("publish", default, len(items), lambda jobs: [j.id for j in jobs]),
+        created=state.metrics.enqueued_jobs,
     )  # fmt: skip
 
 

@@ -47,16 +47,21 @@ def enqueue_workflow(
     workflow = Workflow.from_wire(data)
 
     def render(run: WorkflowRun) -> Response:
-        state.metrics.enqueued_jobs(list(run.jobs.values()))
         return _run_answer(run, state.limits.max_response_bytes, 201)
 
+    def created(run: WorkflowRun) -> None:
+        state.metrics.enqueued_jobs(list(run.jobs.values()))
+
     if idempotency_key is None:
-        return render(state.queue.enqueue_workflow(workflow))
+        run = state.queue.enqueue_workflow(workflow)
+        created(run)
+        return render(run)
     return idempotency.run(
         state, request, idempotency_key, body,
         lambda: runs.enqueue_workflow(state.queue.defaults, workflow), render,
         sent=("publish", "default", len(data.get("steps") or ()),
               lambda run: [j.id for j in run.jobs.values()]),
+        created=created,
     )  # fmt: skip
 
 
