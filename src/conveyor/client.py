@@ -10,13 +10,23 @@ It is a ``QueueAPI``: the same methods, arguments and checks as ``Queue`` (each 
 arguments are checked here before anything is sent), and the server's error envelope
 becomes the same exceptions (``StaleClaim``, ``JobNotFound``, …). A server that cannot
 be reached, or whose database is down, raises ``DatabaseError``; a refused token raises
-``ConfigurationError``. Nothing is retried behind the caller's back: a claim is not
-idempotent. Needs ``httpx`` (the ``server`` extra).
+``ConfigurationError``. Needs ``httpx`` (the ``server`` extra).
+
+The calls that create jobs (``enqueue``, ``enqueue_many``, ``enqueue_ids``,
+``enqueue_workflow``) carry a fresh ``Idempotency-Key`` each, and are sent again with
+the same key, a few times with a growing pause, when the answer is lost (the connection
+failed or timed out, or a proxy answered 502, 503 or 504): the server creates the jobs
+once and replays its first answer to the retries. Nothing else is retried behind the
+caller's back: a claim is not idempotent.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import random
+import time
+import uuid
 from collections.abc import Mapping
 from typing import Any, NoReturn, TypeVar
 
@@ -31,9 +41,11 @@ from conveyor.errors import (
     ConveyorError,
     DatabaseError,
     DuplicateJob,
+    IdempotencyKeyReused,
     InvalidArgument,
     InvalidTransition,
     JobNotFound,
+    RequestInProgress,
     StaleClaim,
     TransactionConflict,
     WorkflowNotFound,
@@ -57,9 +69,18 @@ _ERRORS_BY_CODE: dict[str, type[ConveyorError]] = {
         DatabaseError,
         TransactionConflict,
         WorkflowNotFound,
+        IdempotencyKeyReused,
+        RequestInProgress,
     )
 }
 Request = tuple[str, str, Any, Mapping[str, Any] | None]  # method, path, body, query
+# The calls that create jobs: each sent with an Idempotency-Key of its own, and sent
+# again with it (at most CREATE_ATTEMPTS times in all) when its answer is lost.
+CREATES = frozenset({"enqueue", "enqueue_many", "enqueue_ids", "enqueue_workflow"})
+CREATE_ATTEMPTS = 4
+_RETRY_STATUSES = frozenset({502, 503, 504})
+_IN_PROGRESS = "idempotency_request_in_progress"
+_MAX_PAUSE = 5.0
 
 
 class RemoteQueue(QueueAPI):
@@ -93,7 +114,7 @@ class RemoteQueue(QueueAPI):
             return self._workers()  # type: ignore[return-value]
         method, path, body, query = request_for(call.op, call.args)
         try:
-            data, status = self._send(method, path, body, query)
+            data, status = self._send(method, path, body, query, key=idempotency_key(call.op))
         except JobNotFound:
             if missing_is_none(call.op):  # "no such job" is their answer, not an error
                 return None  # type: ignore[return-value]
@@ -126,18 +147,60 @@ class RemoteQueue(QueueAPI):
         query: Mapping[str, Any] | None,
         *,
         timeout: float | None = None,
+        key: str | None = None,
     ) -> tuple[Any, int]:
         content = encode_body(body)
-        headers = content_headers(method, content)
+        headers = content_headers(method, content, key)
         params = query_params(query)
-        try:
-            response = self._http.request(
-                method, path, content=content, headers=headers, params=params,
-                timeout=timeout if timeout is not None else httpx.USE_CLIENT_DEFAULT,
-            )  # fmt: skip
-        except httpx.TransportError as exc:
-            raise DatabaseError(f"cannot reach the conveyor server at {self.url}: {exc}") from None
-        return answer(response, method, path)
+        attempts = CREATE_ATTEMPTS if key is not None else 1
+        for attempt in range(attempts):
+            try:
+                response = self._http.request(
+                    method, path, content=content, headers=headers, params=params,
+                    timeout=timeout if timeout is not None else httpx.USE_CLIENT_DEFAULT,
+                )  # fmt: skip
+            except httpx.TransportError as exc:
+                if attempt + 1 < attempts:
+                    time.sleep(retry_pause(attempt))
+                    continue
+                raise DatabaseError(
+                    f"cannot reach the conveyor server at {self.url}: {exc}"
+                ) from None
+            if attempt + 1 < attempts and should_retry(response):
+                time.sleep(retry_pause(attempt, response))
+                continue
+            return answer(response, method, path)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+
+def idempotency_key(op: str) -> str | None:
+    """A fresh key for a call that creates jobs (its retries send the same one)."""
+    return uuid.uuid4().hex if op in CREATES else None
+
+
+def should_retry(response: httpx.Response) -> bool:
+    """Whether an answer to a request with an Idempotency-Key says to send it again:
+    a gateway's 502, 503 or 504, or the server's 409 for a request with the key still
+    in progress."""
+    if response.status_code in _RETRY_STATUSES:
+        return True
+    if response.status_code != 409:
+        return False
+    try:
+        return bool(response.json()["error"]["code"] == _IN_PROGRESS)
+    except (ValueError, KeyError, TypeError):
+        return False
+
+
+def retry_pause(attempt: int, response: httpx.Response | None = None) -> float:
+    """The pause before sending again: 0.1 to 0.2 s, doubling each time (jittered), or
+    the answer's ``Retry-After`` (at most 5 s)."""
+    pause: float = random.uniform(0.1, 0.2) * 2.0**attempt
+    after = None if response is None else response.headers.get("retry-after")
+    if after is not None:
+        with contextlib.suppress(ValueError):
+            pause = max(pause, float(after))
+    return min(pause, _MAX_PAUSE)
 
 
 def request_for(op: str, a: Mapping[str, Any]) -> Request:
@@ -195,15 +258,19 @@ def encode_body(body: Any) -> bytes | None:
     return None if body is None else _encode(body)
 
 
-def content_headers(method: str, content: bytes | None) -> dict[str, str] | None:
+def content_headers(
+    method: str, content: bytes | None, key: str | None = None
+) -> dict[str, str] | None:
     """A body is JSON; and a request that changes something says JSON even without a
     body, which the server asks of every such request (a browser form cannot). The
     caller's trace context (``conveyor.tracing``) goes along in ``traceparent`` and
-    ``tracestate``, for the server to store with the jobs it creates."""
+    ``tracestate``, for the server to store with the jobs it creates; ``key``, as the
+    ``Idempotency-Key``."""
     traced = tracing.headers(tracing.CARRIER.get())
     if content is None and method in ("GET", "HEAD"):
         return traced or None
-    return {"Content-Type": "application/json", **traced}
+    keyed = {} if key is None else {"Idempotency-Key": key}
+    return {"Content-Type": "application/json", **traced, **keyed}
 
 
 def query_params(query: Mapping[str, Any] | None) -> dict[str, str | int | float]:

@@ -7,6 +7,8 @@
     ├── InvalidTransition    the job is not in a state that allows the operation
     ├── DuplicateJob         an active job already has the key and no dedupe was asked for
     ├── InvalidArgument      bad input, refused before anything was written (also ValueError)
+    │   └── IdempotencyKeyReused  an Idempotency-Key sent again with another request
+    ├── RequestInProgress    the request that holds an Idempotency-Key has not answered yet
     ├── ConfigurationError   bad URL, option or environment (also ValueError)
     └── DatabaseError        the database failed or could not be reached
         └── TransactionConflict  a deadlock or a lock wait broken by the database;
@@ -70,6 +72,20 @@ class InvalidArgument(ConveyorError, ValueError):
     """An argument was invalid; nothing was written."""
 
     code = "invalid_argument"
+
+
+class IdempotencyKeyReused(InvalidArgument):
+    """The Idempotency-Key was used before with another request (method, path or body);
+    nothing was written."""
+
+    code = "idempotency_key_reused"
+
+
+class RequestInProgress(ConveyorError):
+    """Another request with the same Idempotency-Key has not answered yet; ask again
+    shortly to get its answer."""
+
+    code = "idempotency_request_in_progress"
 
 
 class ConfigurationError(ConveyorError, ValueError):

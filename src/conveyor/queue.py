@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from conveyor.config import database_url, open_backend, parse_url
 from conveyor.contract import QueueAPI
 from conveyor.drivers.base import Driver, Session
-from conveyor.drivers.operations import Operation
-from conveyor.errors import ConveyorError, TransactionConflict
+from conveyor.drivers.operations import Operation, PruneIdempotencyKeys
+from conveyor.errors import ConveyorError, InvalidArgument, TransactionConflict
 from conveyor.ops import Announce, Call, Once, Plan
 from conveyor.ops.defaults import (
     DEFAULT_LEASE,
@@ -25,6 +26,14 @@ from conveyor.ops.defaults import (
     Duration,
 )
 from conveyor.ops.enqueue import Dedupe, OnActive, OnFailed
+from conveyor.ops.idempotency import (
+    MAX_PRUNE_BATCH,
+    PRUNE_BATCH,
+    Answer,
+    IdempotentRequest,
+    Outcome,
+    idempotent,
+)
 from conveyor.retry import BackoffPolicy
 
 T = TypeVar("T")
@@ -92,6 +101,25 @@ class Queue(QueueAPI):
             assert not isinstance(again, Once)
             with self.driver.session(conn=call.conn) as session:
                 return drive(again, session, writing=True)
+
+    # -- idempotent requests (the HTTP server's Idempotency-Key) ----------------------
+    def run_idempotent(
+        self, call: Call[T], request: IdempotentRequest, render: Callable[[T], Answer]
+    ) -> Outcome[T]:
+        """Run ``call`` (one that creates jobs) once per ``request`` key: the key's
+        record, the jobs and their answer (``render`` of the result) commit together;
+        the same key again gives the stored answer and creates nothing. Raises
+        ``IdempotencyKeyReused`` when the key was used with another request."""
+        return self._run(idempotent(call, request, render))
+
+    def prune_idempotency_keys(self, limit: int = PRUNE_BATCH) -> int:
+        """Delete at most ``limit`` idempotency records whose retention is over."""
+        if not 1 <= limit <= MAX_PRUNE_BATCH:
+            raise InvalidArgument(f"limit: expected 1 to {MAX_PRUNE_BATCH}, got {limit}")
+        # Upkeep of the HTTP server's own table, not a call of the contract: one
+        # statement, in a transaction of its own.
+        with self.driver.session() as session:
+            return session.run(PruneIdempotencyKeys(limit=limit))
 
     # -- lifecycle ------------------------------------------------------------------
     def close(self) -> None:

@@ -1,9 +1,11 @@
 """``AsyncRemoteQueue``: the queue contract for asyncio, spoken to a ``conveyor serve``
 server over httpx. The twin of ``conveyor.client.RemoteQueue``: the same requests, the
-same answers, the same exceptions."""
+same answers, the same exceptions, and the same retries of the calls that create jobs
+(sent again with the same ``Idempotency-Key`` when their answer is lost)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
@@ -11,13 +13,17 @@ import httpx
 
 from conveyor.aio.contract import AsyncQueueAPI
 from conveyor.client import (
+    CREATE_ATTEMPTS,
     answer,
     content_headers,
     decode,
     encode_body,
+    idempotency_key,
     missing_is_none,
     query_params,
     request_for,
+    retry_pause,
+    should_retry,
     watch_request,
     watch_result,
 )
@@ -58,7 +64,7 @@ class AsyncRemoteQueue(AsyncQueueAPI):
             raise InvalidArgument("conn: a remote queue cannot join a local database transaction")
         method, path, body, query = request_for(call.op, call.args)
         try:
-            data, status = await self._send(method, path, body, query)
+            data, status = await self._send(method, path, body, query, key=idempotency_key(call.op))
         except JobNotFound:
             if missing_is_none(call.op):
                 return None  # type: ignore[return-value]
@@ -79,17 +85,29 @@ class AsyncRemoteQueue(AsyncQueueAPI):
         query: Mapping[str, Any] | None,
         *,
         timeout: float | None = None,
+        key: str | None = None,
     ) -> tuple[Any, int]:
         content = encode_body(body)
-        headers = content_headers(method, content)
-        try:
-            response = await self._http.request(
-                method, path, content=content, headers=headers, params=query_params(query),
-                timeout=timeout if timeout is not None else httpx.USE_CLIENT_DEFAULT,
-            )  # fmt: skip
-        except httpx.TransportError as exc:
-            raise DatabaseError(f"cannot reach the conveyor server at {self.url}: {exc}") from None
-        return answer(response, method, path)
+        headers = content_headers(method, content, key)
+        attempts = CREATE_ATTEMPTS if key is not None else 1
+        for attempt in range(attempts):
+            try:
+                response = await self._http.request(
+                    method, path, content=content, headers=headers, params=query_params(query),
+                    timeout=timeout if timeout is not None else httpx.USE_CLIENT_DEFAULT,
+                )  # fmt: skip
+            except httpx.TransportError as exc:
+                if attempt + 1 < attempts:
+                    await asyncio.sleep(retry_pause(attempt))
+                    continue
+                raise DatabaseError(
+                    f"cannot reach the conveyor server at {self.url}: {exc}"
+                ) from None
+            if attempt + 1 < attempts and should_retry(response):
+                await asyncio.sleep(retry_pause(attempt, response))
+                continue
+            return answer(response, method, path)
+        raise AssertionError("unreachable")  # pragma: no cover
 
 
 __all__ = ["AsyncRemoteQueue"]

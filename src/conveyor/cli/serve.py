@@ -53,6 +53,16 @@ def serve(
             min=0.1, help="Seconds between passes putting expired leases back.", metavar="S"
         ),
     ] = 10.0,
+    idempotency_keep: Annotated[
+        float,
+        typer.Option(
+            min=1.0,
+            max=30 * 86400.0,
+            help="Seconds the answer to a request with an Idempotency-Key is kept for "
+            "replays (at most 30 days).",
+            metavar="S",
+        ),
+    ] = 86400.0,
 ) -> None:
     """Serve the HTTP API (OpenAPI at /docs), the dashboard at / and /metrics.
 
@@ -60,12 +70,14 @@ def serve(
     ("admin:adm-secret-1,worker:wrk-secret-1,reader:rdr-secret-1"), or from the file
     named by $CONVEYOR_TOKENS_FILE (one role:token a line); each token is at least 8
     characters long. The server also puts back to pending the jobs whose
-    lease expired (every --rescue-interval seconds), as workers do."""
+    lease expired (every --rescue-interval seconds), as workers do, and deletes the
+    answers kept for Idempotency-Key requests once --idempotency-keep is over."""
     if log_level.lower() not in LOG_LEVELS:
         raise usage(f"--log-level: expected one of {', '.join(LOG_LEVELS)}, got {log_level!r}")
     try:  # the server's dependencies are an extra, and slow to import
         import uvicorn
 
+        from conveyor.maintenance import PRUNE_KEYS_EVERY
         from conveyor.web.app import check_bind_address, create_app
         from conveyor.web.auth import tokens_from_env
         from conveyor.web.limits import Limits
@@ -79,12 +91,17 @@ def serve(
     tokens = tokens_from_env()
     check_bind_address(host, tokens)
     _check_port_free(host, port)
-    limits = Limits(max_waits=max_waits, body_timeout_seconds=body_timeout)
+    limits = Limits(
+        max_waits=max_waits,
+        body_timeout_seconds=body_timeout,
+        idempotency_keep_seconds=idempotency_keep,
+    )
     web_app = create_app(
         database_url(command_line=db),
         tokens=tokens,
         limits=limits,
         rescue_interval=rescue_interval,
+        prune_interval=PRUNE_KEYS_EVERY,
         use_env=False,
     )
     queue = web_app.state.conveyor.queue

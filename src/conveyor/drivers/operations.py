@@ -708,6 +708,58 @@ class PruneThroughputHours(CountOp):
     before: Any
 
 
+# -- idempotent create requests ------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ForgetExpiredIdempotencyKey(CountOp):
+    """The record of key :idem_key in :scope is deleted if its retention is over."""
+
+    op: ClassVar[str] = "forget_expired_idempotency_key"
+    scope: str
+    idem_key: str
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimIdempotencyKey(CountOp):
+    """A record of the key is inserted, kept :keep_s seconds, unless one exists (0)."""
+
+    op: ClassVar[str] = "claim_idempotency_key"
+    scope: str
+    idem_key: str
+    request_hash: str
+    keep_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class IdempotencyRecord(RowsOp):
+    """The key's record: ``request_hash``, ``answer_status`` and ``body`` of its answer
+    (null until it is saved), and whether it ``expired``."""
+
+    op: ClassVar[str] = "idempotency_record"
+    scope: str
+    idem_key: str
+
+
+@dataclass(frozen=True, slots=True)
+class SaveIdempotentAnswer(CountOp):
+    """The answer of the request that claimed the key, stored in its record."""
+
+    op: ClassVar[str] = "save_idempotent_answer"
+    scope: str
+    idem_key: str
+    answer_status: int
+    body: str
+
+
+@dataclass(frozen=True, slots=True)
+class PruneIdempotencyKeys(CountOp):
+    """At most :limit records whose retention is over are deleted."""
+
+    op: ClassVar[str] = "prune_idempotency_keys"
+    limit: int
+
+
 @dataclass(frozen=True, slots=True)
 class DbNow(RowsOp):
     """db now"""

@@ -14,7 +14,7 @@ from starlette.types import ASGIApp
 
 import conveyor
 from conveyor.errors import ConfigurationError
-from conveyor.maintenance import Rescuer
+from conveyor.maintenance import IdempotencyPruner, Rescuer, Service
 from conveyor.queue import Queue
 from conveyor.web import console, docs, envelope
 from conveyor.web.auth import ENV_TOKENS, ENV_TOKENS_FILE, Role, Tokens, tokens_from_env
@@ -51,6 +51,7 @@ def create_app(
     tokens: Mapping[str, Role | str] | None = None,
     limits: Limits | None = None,
     rescue_interval: float | None = None,
+    prune_interval: float | None = None,
     use_env: bool = True,
 ) -> FastAPI:
     """The API, the console (the dashboard), ``/metrics``, ``/healthz`` and ``/docs`` over one
@@ -64,6 +65,10 @@ def create_app(
     are answered: bind such a server to loopback only). ``rescue_interval``: every so
     many seconds while the app runs, jobs whose lease expired go back to pending
     (``conveyor serve`` does this; an app of your own may leave it to its workers).
+    ``prune_interval``: every so many seconds, the answers kept for ``Idempotency-Key``
+    requests whose retention (``Limits.idempotency_keep_seconds``) is over are deleted
+    (``conveyor serve``: every minute; an app of your own may run
+    ``conveyor.maintenance.IdempotencyPruner`` itself).
 
     Mounting (``outer.mount("/queue", create_app(queue))``, or serving behind a proxy
     with ``--root-path``) works under any path: routes match below the mount point, the
@@ -74,6 +79,8 @@ def create_app(
     known = Tokens(tokens_from_env() if tokens is None else tokens)
     if rescue_interval is not None and not rescue_interval > 0:
         raise ConfigurationError(f"rescue_interval: expected seconds > 0, got {rescue_interval}")
+    if prune_interval is not None and not prune_interval > 0:
+        raise ConfigurationError(f"prune_interval: expected seconds > 0, got {prune_interval}")
     owned = not isinstance(queue_or_url, Queue)
     queue = (
         queue_or_url
@@ -90,12 +97,15 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        rescuer = None if rescue_interval is None else _Rescuing(queue, rescue_interval)
+        rescuer = None if rescue_interval is None else _rescuing(queue, rescue_interval)
+        pruner = None if prune_interval is None else _pruning(queue, prune_interval)
         try:
             yield
         finally:
             if rescuer is not None:
                 rescuer.stop()
+            if pruner is not None:
+                pruner.stop()
             if owned:
                 queue.close()
 
@@ -129,29 +139,44 @@ def create_app(
     return app
 
 
-class _Rescuing:
-    """Runs the rescuer (``conveyor.maintenance.Rescuer``) every ``interval`` seconds in
-    a thread of its own, from now until ``stop``. A failed pass is logged and retried
-    at the next one."""
+class _Periodic:
+    """Runs a maintenance service's ``run_once`` every ``interval`` seconds in a thread
+    of its own, from now until ``stop``. A failed pass is logged and retried at the
+    next one."""
 
-    def __init__(self, queue: Queue, interval: float) -> None:
-        self._rescuer = Rescuer(queue)
+    def __init__(self, service: Service, interval: float) -> None:
+        self._service = service
         self._interval = interval
         self._stopped = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="conveyor-rescuer", daemon=True)
+        self._thread = threading.Thread(
+            target=self._loop, name=f"conveyor-{service.name}", daemon=True
+        )
         self._thread.start()
 
     def _loop(self) -> None:
         while not self._stopped.is_set():
             try:
-                self._rescuer.run_once()
-            except Exception as exc:  # a database restart must not end the rescues
-                log.warning("rescuer pass failed: %s; trying again in %gs", exc, self._interval)
+                self._service.run_once()
+            except Exception as exc:  # a database restart must not end the passes
+                log.warning(
+                    "%s pass failed: %s; trying again in %gs",
+                    self._service.name, exc, self._interval,
+                )  # fmt: skip
             self._stopped.wait(self._interval)
 
     def stop(self) -> None:
         self._stopped.set()
         self._thread.join(timeout=10)
+
+
+def _rescuing(queue: Queue, interval: float) -> _Periodic:
+    """The rescuer (``conveyor.maintenance.Rescuer``): expired leases back to pending."""
+    return _Periodic(Rescuer(queue), interval)
+
+
+def _pruning(queue: Queue, interval: float) -> _Periodic:
+    """Expired idempotency records deleted (``conveyor.maintenance.IdempotencyPruner``)."""
+    return _Periodic(IdempotencyPruner(queue), interval)
 
 
 def check_bind_address(host: str, tokens: Mapping[str, Role | str]) -> None:

@@ -23,6 +23,7 @@ from conveyor.errors import (
     InvalidArgument,
     InvalidTransition,
     JobNotFound,
+    RequestInProgress,
     StaleClaim,
 )
 from conveyor.web.auth import AuthError
@@ -34,6 +35,7 @@ STATUS_OF: dict[type[ConveyorError], int] = {
     StaleClaim: 409,
     InvalidTransition: 409,
     DuplicateJob: 409,
+    RequestInProgress: 409,
     InvalidArgument: 422,
     DatabaseError: 503,
 }
@@ -95,7 +97,8 @@ async def _conveyor_error(request: Request, exc: ConveyorError) -> JSONResponse:
         log.error("unexpected %s on %s %s: %s", type(exc).__name__, request.method, path, exc)
         return error_response(500, "internal_error", "the server failed; see its log")
     job_id = exc.job_id if isinstance(exc, DuplicateJob) else None
-    return error_response(status, exc.code, exc.message, job_id=job_id)
+    again = {"Retry-After": "1"} if isinstance(exc, RequestInProgress) else None
+    return error_response(status, exc.code, exc.message, headers=again, job_id=job_id)
 
 
 async def _auth_error(request: Request, exc: AuthError) -> JSONResponse:

@@ -13,6 +13,7 @@ import anyio
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from conveyor.errors import ConfigurationError, InvalidArgument
+from conveyor.ops.idempotency import DEFAULT_KEEP_SECONDS, MAX_KEEP_SECONDS
 from conveyor.validation import MAX_JSON_DEPTH
 from conveyor.web.depth import json_too_deep
 
@@ -49,6 +50,9 @@ class Limits:
       past, a ``next_slot``, a ``first_slot``) may lie.
     - ``min_rate_period_seconds``/``max_rate_per_second``: bounds of a queue's rate
       limits (``per`` at least the one, ``limit / per`` at most the other).
+    - ``idempotency_keep_seconds``: how long the answer to a create request with an
+      ``Idempotency-Key`` is kept for replays (at most 30 days); once it expired, the
+      key may be used again.
     """
 
     max_body_bytes: int = 1024 * 1024
@@ -71,6 +75,7 @@ class Limits:
     schedule_horizon_seconds: float = 400 * 86400.0
     min_rate_period_seconds: float = 0.001
     max_rate_per_second: float = 1_000_000.0
+    idempotency_keep_seconds: float = DEFAULT_KEEP_SECONDS
 
     def __post_init__(self) -> None:
         positive = {
@@ -93,10 +98,16 @@ class Limits:
             "schedule_horizon_seconds": self.schedule_horizon_seconds,
             "min_rate_period_seconds": self.min_rate_period_seconds,
             "max_rate_per_second": self.max_rate_per_second,
+            "idempotency_keep_seconds": self.idempotency_keep_seconds,
         }
         for name, value in positive.items():
             if not value > 0:
                 raise ConfigurationError(f"limits: {name} must be positive, got {value}")
+        if self.idempotency_keep_seconds > MAX_KEEP_SECONDS:
+            raise ConfigurationError(
+                f"limits: idempotency_keep_seconds must be at most {MAX_KEEP_SECONDS:g} "
+                f"(30 days), got {self.idempotency_keep_seconds}"
+            )
         if not 0 < self.min_lease_seconds <= self.max_lease_seconds:
             raise ConfigurationError(
                 "limits: expected 0 < min_lease_seconds <= max_lease_seconds, got "

@@ -16,7 +16,8 @@ _DESCRIPTIONS = {
     401: "No valid bearer token",
     403: "The token's role does not allow this route",
     404: "No such job, or no such route",
-    409: "Stale claim, invalid transition, or an active job already has the key",
+    409: "Stale claim, invalid transition, an active job already has the key, or a request "
+    "with the same Idempotency-Key has not answered yet",
     408: "The request body did not arrive in time",
     413: "Request body too large",
     415: "Request body is not JSON",

@@ -11,10 +11,16 @@ from conveyor.aio.queue import AsyncQueue
 from conveyor.errors import InvalidArgument, JobNotFound
 from conveyor.job import Job, Status
 from conveyor.ops.defaults import MAX_JOB_ID
+from conveyor.ops.enqueue import enqueue as enqueue_call
+from conveyor.ops.enqueue import enqueue_ids as enqueue_ids_call
+from conveyor.ops.enqueue import enqueue_many as enqueue_many_call
+from conveyor.ops.idempotency import check_key
 from conveyor.ops.reading import MAX_DEFERRED, MAX_SCAN
 from conveyor.queue import MAX_LIST, Queue
+from conveyor.web import idempotency
 from conveyor.web.answers import Budget, answer, job_answer, job_json, parse_include, trimmed
 from conveyor.web.envelope import error_response
+from conveyor.web.idempotency import IdempotencyKey
 from conveyor.web.limits import check_links
 from conveyor.web.models import (
     BatchEnqueueRequest,
@@ -45,43 +51,93 @@ _MAX_PAGE = 256
 
 
 @route(router, "enqueue")
-def enqueue(body: EnqueueRequest, state: State) -> Response:
+def enqueue(
+    body: EnqueueRequest, state: State, request: Request, idempotency_key: IdempotencyKey = None
+) -> Response:
     """Add a job. With a `key`, an active job with that key is returned (200) instead of
     a new one (201), or refused (409) with `on_active="raise"`. A `subscriber` joins
     the active job's subscribers only while it has fewer than `max_subscribers` (422
-    `too_many_subscribers`)."""
+    `too_many_subscribers`). With an `Idempotency-Key` header, the same request sent
+    again gets the first answer (`Idempotent-Replayed: true`) and adds nothing."""
     options = enqueue_options(body)
     check_links(len(options.get("after") or ()), state.limits)
     key, subscriber = options.get("key"), options.get("subscriber")
+    if idempotency_key is not None:
+        check_key(idempotency_key)
     if subscriber is not None and key is not None:
         _check_subscribers(state, [(options.get("queue") or "default", key, subscriber)])
-    job = state.queue.enqueue(body.task, body.payload, **options)
-    state.metrics.enqueued_jobs([job])
-    return job_answer(job, status_code=200 if job.deduplicated else 201)
+
+    def render(job: Job) -> Response:
+        return job_answer(job, status_code=200 if job.deduplicated else 201)
+
+    def created(job: Job) -> None:
+        state.metrics.enqueued_jobs([job])
+
+    if idempotency_key is None:
+        job = state.queue.enqueue(body.task, body.payload, **options)
+        created(job)
+        return render(job)
+    queue = str(options.get("queue") or "default")
+    return idempotency.run(
+        state, request, idempotency_key, body,
+        lambda: enqueue_call(state.queue.defaults, body.task, body.payload, **options),
+        render, sent=("send", queue, 1, lambda job: [job.id]), created=created,
+    )  # fmt: skip
 
 
 @route(router, "enqueue_many")
-def enqueue_many(body: BatchEnqueueRequest, state: State) -> Response:
+def enqueue_many(
+    body: BatchEnqueueRequest,
+    state: State,
+    request: Request,
+    idempotency_key: IdempotencyKey = None,
+) -> Response:
     """Every job, in the order sent (an item whose key was active gives that job).
     Past the byte budget the jobs come without payload and result (`truncated`). The
     `after` ids of all the jobs together are at most `max_dependency_links` (422), and
-    subscribers join active jobs as `POST /api/jobs` lets them."""
+    subscribers join active jobs as `POST /api/jobs` lets them. With an
+    `Idempotency-Key` header, the same request sent again gets the first answer
+    (`Idempotent-Replayed: true`) and adds nothing: the way to retry an `ids_only` load
+    safely."""
     items = [
         {"task": item.task, "payload": item.payload, **enqueue_options(item)} for item in body.jobs
     ]
     check_links(sum(len(i.get("after") or ()) for i in items), state.limits)
+    if idempotency_key is not None:
+        check_key(idempotency_key)
     default = body.queue or "default"
     joining = [(i.get("queue") or default, i["key"], i["subscriber"]) for i in items
                if i.get("key") is not None and i.get("subscriber") is not None]  # fmt: skip
     if joining:
         _check_subscribers(state, joining)
     if body.ids_only:
-        return answer({"ids": state.queue.enqueue_ids(items, queue=body.queue)}, 201)
-    jobs = state.queue.enqueue_many(items, queue=body.queue)
-    state.metrics.enqueued_jobs(jobs)
-    rendered = trimmed(jobs, state.limits.max_response_bytes).render()
-    rendered.status_code = 201
-    return rendered
+
+        def render_ids(ids: list[int]) -> Response:
+            return answer({"ids": ids}, 201)
+
+        if idempotency_key is None:
+            return render_ids(state.queue.enqueue_ids(items, queue=body.queue))
+        return idempotency.run(
+            state, request, idempotency_key, body,
+            lambda: enqueue_ids_call(state.queue.defaults, items, queue=body.queue),
+            render_ids, sent=("publish", default, len(items), list),
+        )  # fmt: skip
+
+    def render(jobs: list[Job]) -> Response:
+        rendered = trimmed(jobs, state.limits.max_response_bytes).render()
+        rendered.status_code = 201
+        return rendered
+
+    if idempotency_key is None:
+        jobs = state.queue.enqueue_many(items, queue=body.queue)
+        state.metrics.enqueued_jobs(jobs)
+        return render(jobs)
+    return idempotency.run(
+        state, request, idempotency_key, body,
+        lambda: enqueue_many_call(state.queue.defaults, items, queue=body.queue),
+        render, sent=("publish", default, len(items), lambda jobs: [j.id for j in jobs]),
+        created=state.metrics.enqueued_jobs,
+    )  # fmt: skip
 
 
 @route(router, "jobs")

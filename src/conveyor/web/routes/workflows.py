@@ -5,11 +5,15 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Path, Query, Response
+from fastapi import Path, Query, Request, Response
 
+from conveyor.ops import workflows as runs
 from conveyor.ops.defaults import MAX_JOB_ID
+from conveyor.ops.idempotency import check_key
 from conveyor.queue import MAX_LIST
+from conveyor.web import idempotency
 from conveyor.web.answers import answer, trimmed
+from conveyor.web.idempotency import IdempotencyKey
 from conveyor.web.models import WorkflowRequest
 from conveyor.web.router import Router, route
 from conveyor.web.routes.common import JobIdPath
@@ -36,13 +40,35 @@ def _run_answer(run: WorkflowRun, max_bytes: int, status_code: int = 200) -> Res
 
 
 @route(router, "enqueue_workflow")
-def enqueue_workflow(body: WorkflowRequest, state: State) -> Response:
+def enqueue_workflow(
+    body: WorkflowRequest, state: State, request: Request, idempotency_key: IdempotencyKey = None
+) -> Response:
     """Every step in one transaction, or none (a step whose key an active job holds:
-    409). A step runs once every step it names in `after` completed."""
+    409). A step runs once every step it names in `after` completed. With an
+    `Idempotency-Key` header, the same request sent again gets the first answer
+    (`Idempotent-Replayed: true`) and adds nothing."""
+    if idempotency_key is not None:
+        check_key(idempotency_key)
     data = body.model_dump(exclude_none=True)
-    run = state.queue.enqueue_workflow(Workflow.from_wire(data))
-    state.metrics.enqueued_jobs(list(run.jobs.values()))
-    return _run_answer(run, state.limits.max_response_bytes, 201)
+    workflow = Workflow.from_wire(data)
+
+    def render(run: WorkflowRun) -> Response:
+        return _run_answer(run, state.limits.max_response_bytes, 201)
+
+    def created(run: WorkflowRun) -> None:
+        state.metrics.enqueued_jobs(list(run.jobs.values()))
+
+    if idempotency_key is None:
+        run = state.queue.enqueue_workflow(workflow)
+        created(run)
+        return render(run)
+    return idempotency.run(
+        state, request, idempotency_key, body,
+        lambda: runs.enqueue_workflow(state.queue.defaults, workflow), render,
+        sent=("publish", "default", len(data.get("steps") or ()),
+              lambda run: [j.id for j in run.jobs.values()]),
+        created=created,
+    )  # fmt: skip
 
 
 @route(router, "workflows")
