@@ -3,7 +3,7 @@
 -- the same transaction as the jobs the request created.
 -- scope: a SHA-256 (hex) of who asked (never the token itself); request_hash: a SHA-256
 -- of the method, the path and the canonical body. Keys are printable ASCII, compared
--- byte for byte. (Migration 0012 of the SQLite and PostgreSQL schemas.)
+-- byte for byte. (Migration 0013 of the SQLite and PostgreSQL schemas.)
 CREATE TABLE conveyor_idempotency_keys (
     scope         CHAR(64)     CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
     idem_key      VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
