@@ -1,11 +1,11 @@
 """Upkeep that workers run in the background, as small services with ``run_once()``:
-the rescuer (expired leases), the pruner (retention per status), the notification
+the rescuer (expired leases), the pruners (retention policies, in small batches; retention per status), the notification
 dispatcher (subscribers of finished jobs), the scheduler (periodic jobs) and the
 throughput roll-up (minutes into hours). Each pass
 is one guarded statement or a few, so any number of workers may run them at once."""
 
 from conveyor.maintenance.notifications import Dispatcher
-from conveyor.maintenance.pruner import Pruner, Retention
+from conveyor.maintenance.pruner import Pruner, Retention, RetentionPruner
 from conveyor.maintenance.rescuer import Rescuer
 from conveyor.maintenance.scheduler import Scheduler
 from conveyor.maintenance.service import Maintainer, Service
@@ -18,6 +18,7 @@ __all__ = [
     "Pruner",
     "Rescuer",
     "Retention",
+    "RetentionPruner",
     "Scheduler",
     "Service",
     "ThroughputRollUp",

@@ -40,6 +40,7 @@ from conveyor.maintenance import (
     Pruner,
     Rescuer,
     Retention,
+    RetentionPruner,
     Scheduler,
     ThroughputRollUp,
 )
@@ -214,6 +215,8 @@ class Worker:
         self._maintainer.add(Rescuer(q, self.queues), t.rescue)
         if self.retention is not None:
             self._maintainer.add(Pruner(q, self.retention), self.prune_interval)
+        # The stored retention policies (none: nothing to do but one read per interval).
+        self._maintainer.add(RetentionPruner(q), self.prune_interval)
         self._maintainer.add(ThroughputRollUp(q), ROLL_UP_EVERY)
         if self.app.schedules:  # @app.periodic: every worker helps, none leads
             scheduler = Scheduler(q, self.app.schedules.values())
