@@ -1,8 +1,9 @@
 """Upkeep that workers run in the background, as small services with ``run_once()``:
-the rescuer (expired leases), the pruners (retention policies, in small batches; retention per status), the notification
-dispatcher (subscribers of finished jobs), the scheduler (periodic jobs) and the
-throughput roll-up (minutes into hours). Each pass
-is one guarded statement or a few, so any number of workers may run them at once."""
+the rescuer (expired leases), the pruners (the retention policies, in small batches;
+the retention per status a worker is given), the notification dispatcher (subscribers
+of finished jobs), the scheduler (periodic jobs) and the throughput roll-up (minutes
+into hours). Each pass is one guarded statement or a few, so any number of workers may
+run them at once."""
 
 from conveyor.maintenance.notifications import Dispatcher
 from conveyor.maintenance.pruner import Pruner, Retention, RetentionPruner

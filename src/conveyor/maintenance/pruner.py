@@ -77,8 +77,7 @@ def append_records(path: str, expired: Sequence[ExpiredJob]) -> None:
     """Each job's record as one JSON line at the end of ``path``, on disk (fsync) when
     this returns."""
     lines = "".join(
-        json.dumps(record(e.job), ensure_ascii=False, separators=(",", ":")) + "\n"
-        for e in expired
+        json.dumps(record(e.job), ensure_ascii=False, separators=(",", ":")) + "\n" for e in expired
     )
     with open(path, "a", encoding="utf-8") as out:
         out.write(lines)

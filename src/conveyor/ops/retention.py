@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from datetime import timedelta
 from typing import Any
 
 from conveyor import validation as check
@@ -281,7 +280,13 @@ def retired_job(v: Values, row: Row, *, deduplicated: bool = True) -> Job:
 
 
 def keep_text(keep_seconds: float | None) -> str:
-    """A policy's keep for people: "for ever", or a duration."""
+    """A policy's keep for people: "for ever", or a duration such as 7d or 1h30m."""
     if keep_seconds is None:
         return "for ever"
-    return str(timedelta(seconds=keep_seconds))
+    left = round(keep_seconds)
+    parts = []
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        if left >= size:
+            parts.append(f"{left // size}{unit}")
+            left %= size
+    return "".join(parts) or "0s"
