@@ -1113,9 +1113,7 @@ class ListRetention(RowsOp):
 class ExpiredJobs(RowsOp):
     """At most :limit jobs of ``status`` (of ``queue``/``task`` when not None) that
     finished ``keep_seconds`` ago or more, by id, and that no policy in :exclude (a JSON
-    array of ``[queue, task]``, '' for any) covers; among :ids (JSON) when given.
-    ``lock`` (1 or None): lock them for the transaction's delete (rows another writer
-    holds are skipped where the database can)."""
+    array of ``[queue, task]``, '' for any) covers."""
 
     op: ClassVar[str] = "expired_jobs"
     status: str
@@ -1124,8 +1122,21 @@ class ExpiredJobs(RowsOp):
     keep_seconds: float
     exclude: str
     limit: int
-    ids: str | None = None
-    lock: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LockExpired(RowsOp):
+    """The same among the jobs :ids (JSON), looked up by id, locked for the
+    transaction's delete (rows another writer holds are skipped where the database
+    can)."""
+
+    op: ClassVar[str] = "lock_expired"
+    ids: str
+    status: str
+    queue: str | None
+    task: str | None
+    keep_seconds: float
+    exclude: str
 
 
 @dataclass(frozen=True, slots=True)

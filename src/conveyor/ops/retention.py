@@ -153,11 +153,11 @@ def _rules(v: Values, rows: list[Row]) -> list[tuple[RetentionPolicy, str]]:
     return out
 
 
-def _expired(p: RetentionPolicy, exclude: str, limit: int, **more: Any) -> db.ExpiredJobs:
+def _expired(p: RetentionPolicy, exclude: str, limit: int) -> db.ExpiredJobs:
     assert p.keep_seconds is not None
     return db.ExpiredJobs(
         status=p.status, queue=p.queue, task=p.task, keep_seconds=p.keep_seconds,
-        exclude=exclude, limit=limit, **more,
+        exclude=exclude, limit=limit,
     )  # fmt: skip
 
 
@@ -220,7 +220,11 @@ def prune_expired(d: Defaults, ids: Any, *, archive: Any) -> Call[int]:
         removed = 0
         queues: set[str] = set()
         for p, exclude in _rules(v, rows):
-            jobs = yield _expired(p, exclude, len(params["ids"]), ids=wanted, lock=1)
+            assert p.keep_seconds is not None
+            jobs = yield db.LockExpired(
+                ids=wanted, status=p.status, queue=p.queue, task=p.task,
+                keep_seconds=p.keep_seconds, exclude=exclude,
+            )  # fmt: skip
             if not jobs:
                 continue
             got = [int(j["id"]) for j in jobs]

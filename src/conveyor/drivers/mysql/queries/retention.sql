@@ -32,14 +32,25 @@ WHERE j.status = :status
   AND j.finished_at <= {now} - INTERVAL :keep_seconds SECOND
   AND j.queue = :queue -- if :queue
   AND j.task = :task -- if :task
-  AND j.id IN (SELECT i FROM JSON_TABLE(:ids, '$[*]' COLUMNS (i BIGINT PATH '$')) AS t) -- if :ids
   AND NOT EXISTS (SELECT 1 FROM JSON_TABLE(:exclude, '$[*]' COLUMNS (
                       q {text} PATH '$[0]', t {text} PATH '$[1]')) AS e
                   WHERE e.q IN ('', j.queue) AND e.t IN ('', j.task))
 ORDER BY j.id
-LIMIT :limit
-FOR UPDATE SKIP LOCKED -- if :lock
-;
+LIMIT :limit;
+
+-- name: lock_expired
+-- The same among :ids, each looked up by id, locked (rows held elsewhere skipped).
+SELECT j.* FROM JSON_TABLE(:ids, '$[*]' COLUMNS (i BIGINT PATH '$')) AS t
+STRAIGHT_JOIN conveyor_jobs AS j ON j.id = t.i
+WHERE j.status = :status
+  AND j.finished_at <= {now} - INTERVAL :keep_seconds SECOND
+  AND j.queue = :queue -- if :queue
+  AND j.task = :task -- if :task
+  AND NOT EXISTS (SELECT 1 FROM JSON_TABLE(:exclude, '$[*]' COLUMNS (
+                      q {text} PATH '$[0]', t {text} PATH '$[1]')) AS e
+                  WHERE e.q IN ('', j.queue) AND e.t IN ('', j.task))
+ORDER BY j.id
+FOR UPDATE SKIP LOCKED;
 
 -- name: retire_keys
 -- The job_id column is assigned last: the others compare against the old one.

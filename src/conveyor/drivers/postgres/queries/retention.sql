@@ -26,13 +26,23 @@ WHERE j.status = :status
   AND j.finished_at <= now() - make_interval(secs => :keep_seconds)
   AND j.queue = :queue -- if :queue
   AND j.task = :task -- if :task
-  AND j.id IN (SELECT jsonb_array_elements_text(:ids::jsonb)::bigint) -- if :ids
   AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements(:exclude::jsonb) AS e(v)
                   WHERE e.v->>0 IN ('', j.queue) AND e.v->>1 IN ('', j.task))
 ORDER BY j.id
-LIMIT :limit
-FOR UPDATE SKIP LOCKED -- if :lock
-;
+LIMIT :limit;
+
+-- name: lock_expired
+-- The same among :ids, each looked up by id, locked (rows held elsewhere skipped).
+SELECT j.* FROM jsonb_array_elements_text(:ids::jsonb) AS i(v)
+JOIN {schema}.conveyor_jobs AS j ON j.id = i.v::bigint
+WHERE j.status = :status
+  AND j.finished_at <= now() - make_interval(secs => :keep_seconds)
+  AND j.queue = :queue -- if :queue
+  AND j.task = :task -- if :task
+  AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements(:exclude::jsonb) AS e(v)
+                  WHERE e.v->>0 IN ('', j.queue) AND e.v->>1 IN ('', j.task))
+ORDER BY j.id
+FOR UPDATE OF j SKIP LOCKED;
 
 -- name: retire_keys
 -- One record per key: the newest job's, when the batch holds several jobs of a key.

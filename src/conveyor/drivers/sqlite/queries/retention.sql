@@ -25,12 +25,23 @@ WHERE j.status = :status
   AND j.finished_at <= {now} - :keep_seconds
   AND j.queue = :queue -- if :queue
   AND j.task = :task -- if :task
-  AND j.id IN (SELECT value FROM json_each(:ids)) -- if :ids
   AND NOT EXISTS (SELECT 1 FROM json_each(:exclude) AS e
                   WHERE json_extract(e.value, '$[0]') IN ('', j.queue)
                     AND json_extract(e.value, '$[1]') IN ('', j.task))
 ORDER BY j.id
 LIMIT :limit;
+
+-- name: lock_expired
+-- The same among :ids, each looked up by id (SQLite's write transaction is the lock).
+SELECT j.* FROM json_each(:ids) AS i CROSS JOIN conveyor_jobs AS j ON j.id = i.value
+WHERE j.status = :status
+  AND j.finished_at <= {now} - :keep_seconds
+  AND j.queue = :queue -- if :queue
+  AND j.task = :task -- if :task
+  AND NOT EXISTS (SELECT 1 FROM json_each(:exclude) AS e
+                  WHERE json_extract(e.value, '$[0]') IN ('', j.queue)
+                    AND json_extract(e.value, '$[1]') IN ('', j.task))
+ORDER BY j.id;
 
 -- name: retire_keys
 INSERT INTO conveyor_retired_keys
