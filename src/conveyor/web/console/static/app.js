@@ -12,6 +12,7 @@ import * as job from "./job.js";
 import * as workers from "./workers.js";
 import * as schedules from "./schedules.js";
 import * as scheduled from "./scheduled.js";
+import * as retention from "./retention.js";
 
 const POLL_MS = 2000;
 const ROUTES = [
@@ -21,6 +22,7 @@ const ROUTES = [
   [/^scheduled$/, scheduled, "scheduled"],
   [/^workers$/, workers, "workers"],
   [/^schedules$/, schedules, "schedules"],
+  [/^retention$/, retention, "retention"],
 ];
 
 const $ = (id) => document.getElementById(id);
