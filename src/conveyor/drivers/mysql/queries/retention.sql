@@ -76,7 +76,7 @@ ON DUPLICATE KEY UPDATE
 -- name: delete_final_jobs
 DELETE FROM conveyor_jobs
 WHERE id IN (SELECT i FROM JSON_TABLE(:ids, '$[*]' COLUMNS (i BIGINT PATH '$')) AS t)
-  AND status IN ('completed', 'failed', 'cancelled');
+  AND status IN {from_delete};
 
 -- name: retired_key
 SELECT *, {now} AS db_now FROM conveyor_retired_keys

@@ -64,7 +64,7 @@ WHERE excluded.job_id > {schema}.conveyor_retired_keys.job_id;
 -- name: delete_final_jobs
 DELETE FROM {schema}.conveyor_jobs
 WHERE id IN (SELECT jsonb_array_elements_text(:ids::jsonb)::bigint)
-  AND status IN ('completed', 'failed', 'cancelled');
+  AND status IN {from_delete};
 
 -- name: retired_key
 SELECT *, now() AS db_now FROM {schema}.conveyor_retired_keys

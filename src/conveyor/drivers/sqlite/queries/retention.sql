@@ -61,7 +61,7 @@ WHERE excluded.job_id > conveyor_retired_keys.job_id;
 -- name: delete_final_jobs
 DELETE FROM conveyor_jobs
 WHERE id IN (SELECT value FROM json_each(:ids))
-  AND status IN ('completed', 'failed', 'cancelled');
+  AND status IN {from_delete};
 
 -- name: retired_key
 SELECT *, {now} AS db_now FROM conveyor_retired_keys
