@@ -416,11 +416,14 @@ class QueueAPI(ABC):
         any), or for every status of them when ``status`` is None; returns how many."""
         return self._run(retention.clear_retention(status=status, queue=queue, task=task))
 
-    def expired_jobs(self, *, limit: int = 500, archive: str | None = None) -> list[ExpiredJob]:
+    def expired_jobs(
+        self, *, limit: int = 500, archive: str | None = None, after: int | None = None
+    ) -> list[ExpiredJob]:
         """At most ``limit`` (up to 1,000) final jobs that their retention policy lets go
-        now, whole, each with its policy and its archive (the policy's, else
-        ``archive``). Read only: ``prune_expired`` deletes them."""
-        return self._run(retention.expired_jobs(limit=limit, archive=archive))
+        now, whole, by id (above ``after``: the last id of the previous batch), each with
+        its policy and its archive (the policy's, else ``archive``). Read only:
+        ``prune_expired`` deletes them."""
+        return self._run(retention.expired_jobs(limit=limit, archive=archive, after=after))
 
     def prune_expired(self, ids: Iterable[int], *, archive: str | None = None) -> int:
         """Delete those of ``ids`` (up to 1,000) that their policy still lets go, in one

@@ -540,7 +540,7 @@ ENDPOINTS: Mapping[str, Endpoint] = {
     ),
     "expired_jobs": E(
         "GET", "/api/retention/expired", "Final jobs their retention policy lets go now",
-        "admin", send=_query("limit", "archive"), read=_expired,
+        "admin", send=_query("limit", "archive", "after"), read=_expired,
     ),
     "prune_expired": E(
         "POST", "/api/retention/prune", "Delete jobs their retention policy lets go",

@@ -74,6 +74,7 @@ def test_policies_are_set_read_replaced_and_cleared(q: Any) -> None:
         (lambda q: q.clear_retention(status="running"), "status"),
         (lambda q: q.expired_jobs(limit=0), "limit"),
         (lambda q: q.expired_jobs(limit=1001), "limit"),
+        (lambda q: q.expired_jobs(after=-1), "after"),
         (lambda q: q.prune_expired(list(range(1, 1002))), "ids"),
     ],
 )
@@ -116,6 +117,20 @@ def test_jobs_are_pruned_at_most_limit_at_a_time(q: Any) -> None:
     assert q.prune_expired([e.job.id for e in first]) == 3
     assert q.prune_expired([e.job.id for e in first]) == 0  # gone already
     assert [e.job.id for e in q.expired_jobs(limit=10)] == ids[3:]
+    assert [e.job.id for e in q.expired_jobs(limit=2, after=ids[4])] == ids[5:7]
+
+
+def test_a_batch_takes_the_oldest_ids_whatever_their_policy(q: Any) -> None:
+    a = finish(q, "a", "t", 2)
+    b = finish(q, "b", "t", 2)
+    more_a = finish(q, "a", "t", 2)
+    q.set_retention("completed", 0, queue="a")
+    q.set_retention("completed", 0, queue="b", task="t")
+    first = q.expired_jobs(limit=3)
+    assert [e.job.id for e in first] == [*a, b[0]]
+    assert [e.policy.queue for e in first] == ["a", "a", "b"]
+    rest = q.expired_jobs(limit=3, after=first[-1].job.id)
+    assert [e.job.id for e in rest] == [b[1], *more_a]
 
 
 def test_prune_expired_deletes_only_jobs_their_policy_lets_go(q: Any) -> None:

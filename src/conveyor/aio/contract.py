@@ -429,12 +429,13 @@ class AsyncQueueAPI(ABC):
         return await self._run(retention.clear_retention(status=status, queue=queue, task=task))
 
     async def expired_jobs(
-        self, *, limit: int = 500, archive: str | None = None
+        self, *, limit: int = 500, archive: str | None = None, after: int | None = None
     ) -> list[ExpiredJob]:
         """At most ``limit`` (up to 1,000) final jobs that their retention policy lets go
-        now, whole, each with its policy and its archive (the policy's, else
-        ``archive``). Read only: ``prune_expired`` deletes them."""
-        return await self._run(retention.expired_jobs(limit=limit, archive=archive))
+        now, whole, by id (above ``after``: the last id of the previous batch), each with
+        its policy and its archive (the policy's, else ``archive``). Read only:
+        ``prune_expired`` deletes them."""
+        return await self._run(retention.expired_jobs(limit=limit, archive=archive, after=after))
 
     async def prune_expired(self, ids: Iterable[int], *, archive: str | None = None) -> int:
         """Delete those of ``ids`` (up to 1,000) that their policy still lets go, in one

@@ -1113,7 +1113,7 @@ class ListRetention(RowsOp):
 class ExpiredJobs(RowsOp):
     """At most :limit jobs of ``status`` (of ``queue``/``task`` when not None) that
     finished ``keep_seconds`` ago or more, by id, and that no policy in :exclude (a JSON
-    array of ``[queue, task]``, '' for any) covers."""
+    array of ``[queue, task]``, '' for any) covers; ids above :after only."""
 
     op: ClassVar[str] = "expired_jobs"
     status: str
@@ -1122,6 +1122,7 @@ class ExpiredJobs(RowsOp):
     keep_seconds: float
     exclude: str
     limit: int
+    after: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -115,12 +115,14 @@ class RetentionPruner:
         jobs were deleted. Passes by several workers at once share the work: a job is
         deleted once, and its record may reach a file archive more than once."""
         removed = 0
+        after: int | None = None  # the pass walks on by id, past the rows it deleted
         for n in range(self.max_batches):
             if n:
                 self._sleep(self.pause)
-            expired = self.queue.expired_jobs(limit=self.batch, archive=self.archive)
+            expired = self.queue.expired_jobs(limit=self.batch, archive=self.archive, after=after)
             if not expired:
                 break
+            after = expired[-1].job.id
             files: dict[str, list[ExpiredJob]] = {}
             for e in expired:
                 if e.archive is not None and e.archive.startswith("file:"):
@@ -129,7 +131,7 @@ class RetentionPruner:
                 append_records(path, records)
             gone = self.queue.prune_expired([e.job.id for e in expired], archive=self.archive)
             removed += gone
-            if gone == 0 or len(expired) < self.batch:
+            if len(expired) < self.batch:
                 break
         if removed:
             log.info("pruned %d final job(s) under the retention policies", removed)

@@ -18,7 +18,7 @@ from conveyor.errors import InvalidArgument
 from conveyor.info import ExpiredJob, RetentionPolicy
 from conveyor.job import Job, Status
 from conveyor.ops import Announce, Call, Plan, Row, Values
-from conveyor.ops.defaults import Defaults, job_id
+from conveyor.ops.defaults import MAX_JOB_ID, Defaults, job_id
 from conveyor.retry import seconds
 
 FINAL = ("completed", "failed", "cancelled")
@@ -153,11 +153,11 @@ def _rules(v: Values, rows: list[Row]) -> list[tuple[RetentionPolicy, str]]:
     return out
 
 
-def _expired(p: RetentionPolicy, exclude: str, limit: int) -> db.ExpiredJobs:
+def _expired(p: RetentionPolicy, exclude: str, limit: int, after: int) -> db.ExpiredJobs:
     assert p.keep_seconds is not None
     return db.ExpiredJobs(
         status=p.status, queue=p.queue, task=p.task, keep_seconds=p.keep_seconds,
-        exclude=exclude, limit=limit,
+        exclude=exclude, limit=limit, after=after,
     )  # fmt: skip
 
 
@@ -165,23 +165,27 @@ def _limit(limit: Any) -> int:
     return check.integer(limit, "limit", low=1, high=MAX_BATCH)
 
 
-def expired_jobs(*, limit: Any, archive: Any) -> Call[list[ExpiredJob]]:
-    """At most ``limit`` final jobs that their policy lets go now, by policy (most
-    specific first) then id; each with the archive its record goes to (the policy's,
-    else ``archive``)."""
-    params: dict[str, Any] = {"limit": _limit(limit), "archive": archive_target(archive)}
+def expired_jobs(*, limit: Any, archive: Any, after: Any) -> Call[list[ExpiredJob]]:
+    """At most ``limit`` final jobs that their policy lets go now, by id (above
+    ``after``, when given: a pass goes on from its last batch, past the rows it deleted);
+    each with the archive its record goes to (the policy's, else ``archive``)."""
+    params: dict[str, Any] = {
+        "limit": _limit(limit),
+        "archive": archive_target(archive),
+        "after": None if after is None else check.integer(after, "after", low=0, high=MAX_JOB_ID),
+    }
 
     def build(v: Values) -> Plan[list[ExpiredJob]]:
         rows = yield db.ListRetention()
         found: list[ExpiredJob] = []
         for p, exclude in _rules(v, rows):
-            left = params["limit"] - len(found)
-            if left <= 0:
-                break
-            jobs = yield _expired(p, exclude, left)
+            # Each policy's first ``limit`` ids: the first ``limit`` of them all is
+            # among them, so the batch is the oldest ids whatever the policy.
+            jobs = yield _expired(p, exclude, params["limit"], params["after"] or 0)
             target = p.archive or params["archive"]
             found.extend(ExpiredJob(v.decode_job(j), p, target) for j in jobs)
-        return found
+        found.sort(key=lambda e: e.job.id)
+        return found[: params["limit"]]
 
     return Call("expired_jobs", params, build, write=False)
 

@@ -10,6 +10,7 @@ from fastapi import Query
 from conveyor.codec import to_json
 from conveyor.errors import InvalidArgument
 from conveyor.info import Rate
+from conveyor.ops.defaults import MAX_JOB_ID
 from conveyor.ops.reading import MAX_SAMPLE, MAX_THROUGHPUT_HOURS, MAX_TIMING_HOURS
 from conveyor.validation import MAX_NAME_LENGTH
 from conveyor.web.limits import Limits
@@ -98,10 +99,11 @@ def expired_jobs(
     state: State,
     limit: Annotated[int, Query(ge=1, le=1000)] = 500,
     archive: Annotated[str | None, Query(min_length=1, max_length=1000)] = None,
+    after: Annotated[int | None, Query(ge=1, le=MAX_JOB_ID)] = None,
 ) -> dict[str, Any]:
-    """Final jobs their retention policy lets go now, whole, with their policy and
-    archive (read only)."""
-    found = state.queue.expired_jobs(limit=limit, archive=archive)
+    """Final jobs their retention policy lets go now, whole, by id (above `after`), with
+    their policy and archive (read only)."""
+    found = state.queue.expired_jobs(limit=limit, archive=archive, after=after)
     return {"expired": to_json(found)}
 
 

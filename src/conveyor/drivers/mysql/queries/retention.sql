@@ -29,6 +29,7 @@ ORDER BY status, queue, task;
 -- Final jobs of one policy, oldest ids first, that no more specific policy covers.
 SELECT * FROM conveyor_jobs AS j
 WHERE j.status = :status
+  AND j.id > :after
   AND j.finished_at <= {now} - INTERVAL :keep_seconds SECOND
   AND j.queue = :queue -- if :queue
   AND j.task = :task -- if :task

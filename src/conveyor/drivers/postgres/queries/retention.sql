@@ -23,6 +23,7 @@ ORDER BY status, queue, task;
 -- Final jobs of one policy, oldest ids first, that no more specific policy covers.
 SELECT * FROM {schema}.conveyor_jobs AS j
 WHERE j.status = :status
+  AND j.id > :after
   AND j.finished_at <= now() - make_interval(secs => :keep_seconds)
   AND j.queue = :queue -- if :queue
   AND j.task = :task -- if :task

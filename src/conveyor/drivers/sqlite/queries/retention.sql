@@ -22,6 +22,7 @@ ORDER BY status, queue, task;
 -- Final jobs of one policy, oldest ids first, that no more specific policy covers.
 SELECT * FROM conveyor_jobs AS j
 WHERE j.status = :status
+  AND j.id > :after
   AND j.finished_at <= {now} - :keep_seconds
   AND j.queue = :queue -- if :queue
   AND j.task = :task -- if :task
