@@ -209,3 +209,15 @@ def test_a_retired_failed_key_is_retried_as_a_new_job(q: Any) -> None:
     assert returned.id == job.id and returned.status == conveyor.Status.FAILED
     retried = q.enqueue("t", queue="v", key="video-1", on_failed="retry")
     assert retried.id != job.id and retried.status == conveyor.Status.PENDING
+
+
+@pytest.mark.queue_kinds("queue")
+def test_a_stopping_worker_ends_its_pass_between_batches(q: Any) -> None:
+    import threading
+
+    finish(q, "a", "t", 5)
+    q.set_retention("completed", 0)
+    stopping = threading.Event()
+    stopping.set()
+    assert RetentionPruner(q, batch=2, stopping=stopping).run_once() == 2
+    assert RetentionPruner(q, batch=2, pause=0).run_once() == 3  # the next pass goes on

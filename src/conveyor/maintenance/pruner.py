@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -89,7 +90,8 @@ class RetentionPruner:
     """Applies the stored retention policies: ``batch`` jobs (at most 1,000) per
     transaction, ``pause`` seconds between batches, at most ``max_batches`` per pass.
     ``archive`` (``"task:NAME"`` or ``"file:PATH"``) receives the records of jobs whose
-    policy names no archive of its own."""
+    policy names no archive of its own. ``stopping``: an event that ends a pass between
+    batches."""
 
     name = "retention"
 
@@ -102,6 +104,7 @@ class RetentionPruner:
         max_batches: int = DEFAULT_MAX_BATCHES,
         archive: str | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        stopping: threading.Event | None = None,
     ) -> None:
         self.queue = queue
         self.batch = check.integer(batch, "batch", low=1, high=1000)
@@ -109,6 +112,7 @@ class RetentionPruner:
         self.max_batches = check.integer(max_batches, "max_batches", low=1, high=1_000_000)
         self.archive = archive_target(archive)
         self._sleep = sleep
+        self._stopping = stopping
 
     def run_once(self) -> int:
         """One pass: batches until none is left (or ``max_batches``); returns how many
@@ -118,7 +122,10 @@ class RetentionPruner:
         after: int | None = None  # the pass walks on by id, past the rows it deleted
         for n in range(self.max_batches):
             if n:
-                self._sleep(self.pause)
+                if self._stopping is None:
+                    self._sleep(self.pause)
+                elif self._stopping.wait(self.pause):
+                    break  # the worker stops: the next pass, anyone's, goes on
             expired = self.queue.expired_jobs(limit=self.batch, archive=self.archive, after=after)
             if not expired:
                 break
