@@ -33,17 +33,21 @@ ORDER BY j.id
 LIMIT :limit;
 
 -- name: lock_expired
--- The same among :ids, each looked up by id, locked (rows held elsewhere skipped).
+-- The same among :ids, each looked up by its primary key (a lateral subquery per id,
+-- whatever the planner's statistics say), locked (rows held elsewhere skipped).
 SELECT j.* FROM jsonb_array_elements_text(:ids::jsonb) AS i(v)
-JOIN {schema}.conveyor_jobs AS j ON j.id = i.v::bigint
-WHERE j.status = :status
-  AND j.finished_at <= now() - make_interval(secs => :keep_seconds)
-  AND j.queue = :queue -- if :queue
-  AND j.task = :task -- if :task
-  AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements(:exclude::jsonb) AS e(v)
-                  WHERE e.v->>0 IN ('', j.queue) AND e.v->>1 IN ('', j.task))
-ORDER BY j.id
-FOR UPDATE OF j SKIP LOCKED;
+CROSS JOIN LATERAL (
+    SELECT * FROM {schema}.conveyor_jobs AS c
+    WHERE c.id = i.v::bigint
+      AND c.status = :status
+      AND c.finished_at <= now() - make_interval(secs => :keep_seconds)
+      AND c.queue = :queue -- if :queue
+      AND c.task = :task -- if :task
+      AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements(:exclude::jsonb) AS e(v)
+                      WHERE e.v->>0 IN ('', c.queue) AND e.v->>1 IN ('', c.task))
+    FOR UPDATE SKIP LOCKED
+) AS j
+ORDER BY j.id;
 
 -- name: retire_keys
 -- One record per key: the newest job's, when the batch holds several jobs of a key.
@@ -53,7 +57,7 @@ INSERT INTO {schema}.conveyor_retired_keys
 SELECT DISTINCT ON (queue, key)
        queue, key, id, task, status, attempts, max_attempts, created_at, finished_at, now()
 FROM {schema}.conveyor_jobs
-WHERE id IN (SELECT jsonb_array_elements_text(:ids::jsonb)::bigint) AND key IS NOT NULL
+WHERE id = ANY (ARRAY(SELECT jsonb_array_elements_text(:ids::jsonb)::bigint)) AND key IS NOT NULL
 ORDER BY queue, key, id DESC
 ON CONFLICT (queue, key) DO UPDATE
 SET job_id = excluded.job_id, task = excluded.task, status = excluded.status,
@@ -64,7 +68,7 @@ WHERE excluded.job_id > {schema}.conveyor_retired_keys.job_id;
 
 -- name: delete_final_jobs
 DELETE FROM {schema}.conveyor_jobs
-WHERE id IN (SELECT jsonb_array_elements_text(:ids::jsonb)::bigint)
+WHERE id = ANY (ARRAY(SELECT jsonb_array_elements_text(:ids::jsonb)::bigint))
   AND status IN {from_delete};
 
 -- name: retired_key
