@@ -1,12 +1,15 @@
 """What the examples' command lines share: a summary printed as text or one JSON line,
-and a job's error as users see it."""
+a job's error as users see it, and the retention a queue declares."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
 import re
+from datetime import timedelta
 from typing import Any
+
+import conveyor
 
 
 def report(summary: dict[str, Any], as_json: bool) -> None:
@@ -35,3 +38,15 @@ def user_message(error: str | None) -> str | None:
     a worker records before the message (``Terminal: no audio`` → ``no audio``)."""
     line = first_line(error)
     return None if line is None else _CLASS_PREFIX.sub("", line, count=1)
+
+
+def declare_retention(
+    q: conveyor.Queue, queue: str, keep: dict[str, timedelta | None], *, retire_keys: bool
+) -> None:
+    """The queue's retention policies, per final status, unless it has some already
+    (an operator's change, made with ``conveyor retention set``, is kept across
+    restarts). Workers prune what they let go."""
+    have = {(p.status, p.queue) for p in q.retention_policies() if p.task is None}
+    for status, kept in keep.items():
+        if (status, queue) not in have:
+            q.set_retention(status, kept, queue=queue, retire_keys=retire_keys)

@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field
 from starlette.types import ASGIApp
 
 import conveyor
+from examples._common import declare_retention
 from examples._db import AppDatabase, Tx
 from examples._web import ApiError, BodyLimit, NoNul, install_errors
 
@@ -31,6 +32,13 @@ BATCH = 100
 # A claim nobody acknowledges is held until an admin resets it; after this long its
 # lease runs out and the books go back to the queue on their own (a safety net).
 DEFAULT_CLAIM_LEASE = timedelta(days=1)
+# The queue's finished jobs are pruned after these; the book ids stay taken (retired
+# keys): "never hand out the same book twice" outlives the jobs.
+RETENTION = {
+    "completed": timedelta(days=30),
+    "failed": timedelta(days=30),
+    "cancelled": timedelta(days=30),
+}
 MAX_TITLE = 500
 MAX_ID = 200
 MAX_BODY = 64 * 1024  # a book's JSON is well under 1 KB
@@ -87,6 +95,9 @@ class Library:
 
     def __init__(self, url: str, *, claim_lease: timedelta = DEFAULT_CLAIM_LEASE) -> None:
         self.q = conveyor.connect(url)  # first: it creates the schema on PostgreSQL
+        # A book acknowledged without a match keeps its completed job's key for good, so
+        # no restart hands it out again once the job itself is pruned.
+        declare_retention(self.q, QUEUE, RETENTION, retire_keys=True)
         self.db = AppDatabase(url)
         self.db.create(sqlite=TABLES, postgresql=TABLES, mysql=MYSQL_TABLES)
         self.claim_lease = claim_lease

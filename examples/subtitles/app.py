@@ -21,7 +21,7 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal
 
 from fastapi import FastAPI, Path, Query, Response
@@ -29,7 +29,7 @@ from pydantic import BaseModel, Field
 from starlette.types import ASGIApp
 
 import conveyor
-from examples._common import user_message
+from examples._common import declare_retention, user_message
 from examples._db import AppDatabase, Tx
 from examples._web import ApiError, BodyLimit, NoNul, Workers, install_errors
 
@@ -46,6 +46,13 @@ Statuses = Literal["pending", "processing", "completed", "failed"]
 MAX_ID = 200
 MAX_SUBTITLE = 1_000_000
 MAX_BODY = 4 * 1024 * 1024  # a subtitle of 1,000,000 characters, JSON-escaped
+# The queue's history is pruned after these; the video ids stay taken (retired keys),
+# so a video's job reads as it ended even after its row is gone.
+RETENTION = {
+    "completed": timedelta(days=7),
+    "failed": timedelta(days=30),
+    "cancelled": timedelta(days=7),
+}
 
 TABLES = """
 CREATE TABLE IF NOT EXISTS videos (
@@ -116,6 +123,7 @@ class Subtitles:
     def __init__(self, url: str, settings: Settings | None = None) -> None:
         self.settings = settings or Settings()
         self.q = conveyor.connect(url)
+        declare_retention(self.q, QUEUE, RETENTION, retire_keys=True)
         self.db = AppDatabase(url)
         self._upgrade()
         self.db.create(sqlite=TABLES, postgresql=TABLES, mysql=MYSQL_TABLES)

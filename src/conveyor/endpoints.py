@@ -26,8 +26,10 @@ from urllib.parse import quote
 from conveyor.codec import from_json, parse_time, to_json
 from conveyor.errors import InvalidArgument
 from conveyor.info import (
+    ExpiredJob,
     PayloadMatches,
     QueueSettings,
+    RetentionPolicy,
     ScheduleInfo,
     TaskTimings,
     Throughput,
@@ -261,6 +263,14 @@ def _ints(key: str) -> Read:
 
 def _settings(data: Any, status: int) -> QueueSettings:
     return from_json(QueueSettings, data)
+
+
+def _expired(data: Any, status: int) -> list[ExpiredJob]:
+    return [
+        ExpiredJob(from_json(Job, e["job"]), from_json(RetentionPolicy, e["policy"]),
+                   e["archive"])
+        for e in data["expired"]
+    ]  # fmt: skip
 
 
 def _none(data: Any, status: int) -> None:
@@ -511,6 +521,31 @@ ENDPOINTS: Mapping[str, Endpoint] = {
         "LimitsRequest", "QueueSettings",
         send=_json_of("max_running", "group_max_running", "rate", "group_rate"),
         read=_settings,
+    ),
+    "set_retention": E(
+        "PUT", "/api/retention", "Set a retention policy", "admin", "RetentionRequest",
+        "RetentionPolicyOut",
+        send=_body("status", "queue", "task", "archive", "retire_keys", keep_seconds="keep"),
+        read=lambda data, status: from_json(RetentionPolicy, data),
+    ),
+    "retention_policies": E(
+        "GET", "/api/retention", "Every retention policy", "reader",
+        response="RetentionPoliciesOut", send=_nothing,
+        read=lambda data, status: [from_json(RetentionPolicy, p) for p in data["policies"]],
+    ),
+    "clear_retention": E(
+        "POST", "/api/retention/clear", "Delete retention policies", "admin",
+        "ClearRetentionRequest", "RemovedOut", send=_body("status", "queue", "task"),
+        read=_count("removed_count"),
+    ),
+    "expired_jobs": E(
+        "GET", "/api/retention/expired", "Final jobs their retention policy lets go now",
+        "admin", send=_query("limit", "archive", "after"), read=_expired,
+    ),
+    "prune_expired": E(
+        "POST", "/api/retention/prune", "Delete jobs their retention policy lets go",
+        "admin", "PruneExpiredRequest", "RemovedOut", send=_body("ids", "archive"),
+        read=_count("removed_count"),
     ),
     "queue_settings": E(
         "GET", "/api/queues/settings", "The flow control of every queue that has some",

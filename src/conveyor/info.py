@@ -154,3 +154,43 @@ class ThroughputHour:
     hour: datetime
     completed: int
     failed: int
+
+
+@dataclass(frozen=True, slots=True)
+class RetentionPolicy:
+    """How long final jobs of ``status`` are kept after they finished, for one
+    ``queue`` and/or one ``task`` (None: any). ``keep_seconds`` None keeps them for
+    ever. ``archive``: where each pruned job's record goes before the job is deleted
+    (``"task:NAME"``: a job of that task, in the pruned jobs' queue, carrying their
+    records; ``"file:PATH"``: a JSON line each in that file, on the pruning worker's
+    machine). ``retire_keys``: the keys of the jobs pruned under it stay taken, as if
+    their jobs were still there. The most specific policy of a job wins: queue and
+    task, then task, then queue, then the status's default."""
+
+    status: str
+    queue: str | None = None
+    task: str | None = None
+    keep_seconds: float | None = None
+    archive: str | None = None
+    retire_keys: bool = False
+    updated_at: datetime | None = None
+
+    @property
+    def keep(self) -> timedelta | None:
+        """How long jobs are kept, or None: for ever."""
+        return None if self.keep_seconds is None else timedelta(seconds=self.keep_seconds)
+
+    @property
+    def rank(self) -> int:
+        """How specific it is: 3 queue and task, 2 task, 1 queue, 0 the default."""
+        return (2 if self.task is not None else 0) + (1 if self.queue is not None else 0)
+
+
+@dataclass(frozen=True, slots=True)
+class ExpiredJob:
+    """A final job its retention policy lets go, with that policy and the archive its
+    record goes to first (the policy's, else the pruner's)."""
+
+    job: Job
+    policy: RetentionPolicy
+    archive: str | None = None

@@ -80,6 +80,19 @@ def take_slots(url: str, start_at: float, slots: int) -> None:
         print(json.dumps(won))
 
 
+def prune_slowly(url: str, path: str) -> None:
+    """Apply the retention policies with a file archive, 20 jobs a batch, a pause
+    between, until killed."""
+    from conveyor.maintenance import RetentionPruner
+
+    with conveyor.connect(url, migrate=False) as q:
+        pruner = RetentionPruner(q, batch=20, pause=0.05, archive=f"file:{path}")
+        print("ready", flush=True)
+        while True:
+            pruner.run_once()
+            time.sleep(0.05)
+
+
 if __name__ == "__main__":
     mode, url, *rest = sys.argv[1:]
     if mode == "claim":
@@ -92,5 +105,7 @@ if __name__ == "__main__":
         claim_capped(url, float(rest[0]))
     elif mode == "slots":
         take_slots(url, float(rest[0]), int(rest[1]))
+    elif mode == "prune":
+        prune_slowly(url, rest[0])
     else:
         raise SystemExit(f"unknown mode {mode}")

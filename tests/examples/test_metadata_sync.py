@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from conveyor.maintenance import RetentionPruner
 from examples.metadata_sync.app import QUEUE, Library, create_api
 from tests.examples.conftest import ENV, wait_until
 
@@ -303,6 +304,33 @@ def test_a_restart_does_not_hand_out_again_books_acknowledged_without_a_match(
             api.patch(f"/api/books/{book['id']}", json={"hardcoverId": None})
             claimed = api.get("/api/missing/hardcover").json()["books"]
             assert [b["id"] for b in claimed] == [book["id"]]
+    finally:
+        restarted.close()
+
+
+def test_books_acknowledged_without_a_match_are_not_handed_out_after_a_prune(
+    db_url: str,
+) -> None:
+    first = Library(db_url)
+    assert {p.status for p in first.q.retention_policies() if p.queue == QUEUE} == {
+        "completed", "failed", "cancelled",
+    }  # fmt: skip
+    first.q.set_retention("completed", 0, queue=QUEUE, retire_keys=True)  # prune now
+    with TestClient(create_api(first)) as api:
+        add_books(api, 30)
+        batch = api.get("/api/missing/hardcover").json()
+        done = api.get(
+            "/api/missing/hardcover", params={"previousProcessingId": batch["processingId"]}
+        ).json()  # acknowledged, no match found for any
+        assert done["books"] == []
+    assert RetentionPruner(first.q, pause=0).run_once() == 30
+    assert first.q.stats(QUEUE).completed == 0
+    first.close()
+    restarted = Library(db_url)  # start-up queues books without an id never queued
+    try:
+        with TestClient(create_api(restarted)) as api:
+            again = api.get("/api/missing/hardcover").json()
+            assert again["books"] == [] and again["remainingUnclaimed"] == 0
     finally:
         restarted.close()
 

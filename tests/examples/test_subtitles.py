@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from conveyor.maintenance import RetentionPruner
 from examples.subtitles.app import QUEUE, Settings, Subtitles, create_api
 from tests.examples.conftest import ENV, run_module, wait_until
 
@@ -288,6 +289,29 @@ def test_a_completed_video_stays_completed_after_conveyor_prune(open_api: Any) -
     counts = api.get("/channels/c1/videos").json()["counts"]
     assert counts == {"pending": 0, "processing": 0, "completed": 2, "failed": 0}
     assert add(api, "v1").status_code == 200  # added again: still nothing to do
+    assert subtitles.q.stats(QUEUE).pending == 0
+
+
+def test_the_queue_declares_its_retention_and_pruned_videos_keep_their_state(
+    open_api: Any, db_url: str
+) -> None:
+    subtitles, api = open_api(workers=0)
+    declared = {(p.status, p.queue): p for p in subtitles.q.retention_policies()}
+    assert declared[("completed", QUEUE)].retire_keys
+    assert set(declared) == {("completed", QUEUE), ("failed", QUEUE), ("cancelled", QUEUE)}
+    # An operator's change is kept across restarts.
+    subtitles.q.set_retention("completed", 0, queue=QUEUE, retire_keys=True)
+    add(api, "v1")
+    subtitles.app.drain()
+    assert video(api, "v1")["status"] == "completed"
+    Subtitles(db_url, FAST).close()  # another server starts
+    assert RetentionPruner(subtitles.q, pause=0).run_once() == 1
+    assert subtitles.q.stats(QUEUE).completed == 0
+    # The video id stays taken: its job reads completed, never pending or gone.
+    job = subtitles.q.latest("v1", queue=QUEUE)
+    assert job is not None and job.status == "completed"
+    assert add(api, "v1").status_code == 200
+    assert video(api, "v1")["status"] == "completed"
     assert subtitles.q.stats(QUEUE).pending == 0
 
 

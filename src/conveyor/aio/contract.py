@@ -17,9 +17,11 @@ from typing import Any, Self, TypeVar, Unpack
 from conveyor import crypto, tracing
 from conveyor.errors import JobNotFound
 from conveyor.info import (
+    ExpiredJob,
     PayloadMatches,
     QueueSettings,
     Rate,
+    RetentionPolicy,
     ScheduleInfo,
     TaskTimings,
     Throughput,
@@ -37,6 +39,7 @@ from conveyor.ops import (
     reading,
     registry,
     reports,
+    retention,
 )
 from conveyor.ops import workflows as runs
 from conveyor.ops.defaults import DEFAULT_LEASE, Defaults, Duration
@@ -389,6 +392,57 @@ class AsyncQueueAPI(ABC):
     async def prune(self, *, older_than: Duration, statuses: Iterable[str] = ("completed",)) -> int:
         """Delete final jobs that finished more than ``older_than`` ago."""
         return await self._run(admin.prune(older_than=older_than, statuses=statuses))
+
+    async def set_retention(
+        self,
+        status: str,
+        keep: Duration | None,
+        *,
+        queue: str | None = None,
+        task: str | None = None,
+        archive: str | None = None,
+        retire_keys: bool = False,
+    ) -> RetentionPolicy:
+        """Keep final jobs of ``status`` (completed, failed or cancelled) for ``keep``
+        after they finished (``None``: for ever), for ``queue`` and/or ``task`` (None:
+        any); replaces the policy for the same three. A job's most specific policy
+        wins: queue and task, then task, then queue, then the status's default.
+        ``archive``: ``"task:NAME"`` or ``"file:PATH"``, where each pruned job's record
+        goes before the job is deleted; ``retire_keys``: the keys of the jobs it prunes
+        stay taken, a later enqueue answered as if the job were still there. Workers
+        apply the policies (``conveyor.maintenance.Pruner``)."""
+        return await self._run(
+            retention.set_retention(
+                status, keep, queue=queue, task=task, archive=archive, retire_keys=retire_keys
+            )
+        )
+
+    async def retention_policies(self) -> list[RetentionPolicy]:
+        """Every retention policy, by status, queue and task."""
+        return await self._run(retention.retention_policies())
+
+    async def clear_retention(
+        self, *, status: str | None = None, queue: str | None = None, task: str | None = None
+    ) -> int:
+        """Delete the policy for ``status``, ``queue`` and ``task`` (None: the one for
+        any), or for every status of them when ``status`` is None; returns how many."""
+        return await self._run(retention.clear_retention(status=status, queue=queue, task=task))
+
+    async def expired_jobs(
+        self, *, limit: int = 500, archive: str | None = None, after: int | None = None
+    ) -> list[ExpiredJob]:
+        """At most ``limit`` (up to 1,000) final jobs that their retention policy lets go
+        now, whole, by id (above ``after``: the last id of the previous batch), each with
+        its policy and its archive (the policy's, else ``archive``). Read only:
+        ``prune_expired`` deletes them."""
+        return await self._run(retention.expired_jobs(limit=limit, archive=archive, after=after))
+
+    async def prune_expired(self, ids: Iterable[int], *, archive: str | None = None) -> int:
+        """Delete those of ``ids`` (up to 1,000) that their policy still lets go, in one
+        transaction: keys retired and, for an archive task, its jobs enqueued in the
+        same transaction. A file archive is the caller's to write first. Returns how
+        many jobs were deleted."""
+        return await self._run(retention.prune_expired(self.defaults, ids, archive=archive))
 
     async def pause(self, queue: str) -> QueueSettings:
         """Stop every worker claiming from ``queue`` (at their next claim); running

@@ -14,6 +14,7 @@ from conveyor.cli import demo as _demo  # noqa: F401
 from conveyor.cli import enqueue as _enqueue  # noqa: F401
 from conveyor.cli import flow as _flow  # noqa: F401
 from conveyor.cli import inspect as _inspect  # noqa: F401
+from conveyor.cli import retention as _retention  # noqa: F401
 from conveyor.cli import serve as _serve  # noqa: F401
 from conveyor.cli import worker as _worker  # noqa: F401
 from conveyor.cli import workflows as _workflows  # noqa: F401

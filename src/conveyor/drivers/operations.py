@@ -1131,6 +1131,100 @@ class ParentJobs(RowsOp):
     job_id: int
 
 
+# -- retention -----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SaveRetention(CountOp):
+    """One retention policy written (inserted, or replacing the one for the same
+    queue, task and status); ``queue``/``task`` '' stand for any, ``keep_seconds`` None
+    keeps jobs for ever."""
+
+    op: ClassVar[str] = "save_retention"
+    queue: str
+    task: str
+    status: str
+    keep_seconds: float | None
+    archive: str | None
+    retire_keys: bool
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteRetention(RowsOp):
+    """The policies for ``queue`` and ``task`` ('' for any) deleted, of one ``status``
+    (or of every status when None); returns the statuses deleted."""
+
+    op: ClassVar[str] = "delete_retention"
+    queue: str
+    task: str
+    status: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ListRetention(RowsOp):
+    """Every retention policy, by status, queue and task."""
+
+    op: ClassVar[str] = "list_retention"
+
+
+@dataclass(frozen=True, slots=True)
+class ExpiredJobs(RowsOp):
+    """At most :limit jobs of ``status`` (of ``queue``/``task`` when not None) that
+    finished ``keep_seconds`` ago or more, by id, and that no policy in :exclude (a JSON
+    array of ``[queue, task]``, '' for any) covers; ids above :after only."""
+
+    op: ClassVar[str] = "expired_jobs"
+    status: str
+    queue: str | None
+    task: str | None
+    keep_seconds: float
+    exclude: str
+    limit: int
+    after: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class LockExpired(RowsOp):
+    """The same among the jobs :ids (JSON), looked up by id, locked for the
+    transaction's delete (rows another writer holds are skipped where the database
+    can)."""
+
+    op: ClassVar[str] = "lock_expired"
+    ids: str
+    status: str
+    queue: str | None
+    task: str | None
+    keep_seconds: float
+    exclude: str
+
+
+@dataclass(frozen=True, slots=True)
+class RetireKeys(CountOp):
+    """The keys of the jobs :ids (JSON) are recorded as retired with what their job
+    was (a newer job's record replaces an older one's)."""
+
+    op: ClassVar[str] = "retire_keys"
+    ids: str
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteFinalJobs(CountOp):
+    """The final jobs among :ids (JSON) deleted (their subscribers and edges cascade)."""
+
+    op: ClassVar[str] = "delete_final_jobs"
+    ids: str
+
+
+@dataclass(frozen=True, slots=True)
+class RetiredKey(RowsOp):
+    """The retired record of a key (and task, when given), with ``db_now``."""
+
+    op: ClassVar[str] = "retired_key"
+    queue: str
+    key: str
+    task: str | None = None
+
+
 def all_operations() -> dict[str, type[Operation[Any]]]:
     """Every operation by name: what a driver must be able to run."""
     found: dict[str, type[Operation[Any]]] = {}

@@ -1,13 +1,13 @@
 """Upkeep that workers run in the background, as small services with ``run_once()``:
-the rescuer (expired leases), the pruner (retention per status), the notification
-dispatcher (subscribers of finished jobs), the scheduler (periodic jobs), the
-throughput roll-up (minutes into hours) and, in the HTTP server, the deletion of expired
-idempotency records. Each pass
+the rescuer (expired leases), the pruners (the retention policies, in small batches;
+the retention per status a worker is given), the notification dispatcher (subscribers
+of finished jobs), the scheduler (periodic jobs), the throughput roll-up (minutes into
+hours) and, in the HTTP server, the deletion of expired idempotency records. Each pass
 is one guarded statement or a few, so any number of workers may run them at once."""
 
 from conveyor.maintenance.idempotency import PRUNE_KEYS_EVERY, IdempotencyPruner
 from conveyor.maintenance.notifications import Dispatcher
-from conveyor.maintenance.pruner import Pruner, Retention
+from conveyor.maintenance.pruner import Pruner, Retention, RetentionPruner
 from conveyor.maintenance.rescuer import Rescuer
 from conveyor.maintenance.scheduler import Scheduler
 from conveyor.maintenance.service import Maintainer, Service
@@ -22,6 +22,7 @@ __all__ = [
     "Pruner",
     "Rescuer",
     "Retention",
+    "RetentionPruner",
     "Scheduler",
     "Service",
     "ThroughputRollUp",

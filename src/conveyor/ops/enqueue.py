@@ -16,6 +16,7 @@ from conveyor.job import ACTIVE_STATUSES, FINAL_STATUSES, Job, Status
 from conveyor.ops import Announce, Call, LazyArgs, Once, Plan, Row, Values
 from conveyor.ops.defaults import Defaults, Duration, job_id
 from conveyor.ops.leases import recover_leases
+from conveyor.ops.retention import retired_job
 from conveyor.options import (
     ITEM_FIELDS,
     EnqueueOptions,
@@ -363,6 +364,14 @@ def _insert_or_find(v: Values, job: NewJob, policy: Dedupe) -> Plan[Job]:
             reused = yield from _reuse(v, latest[0], policy)
             if reused is not None:
                 return reused
+        else:
+            # Its job may have been pruned under a policy that retires keys: the key
+            # is answered as the job was then.
+            retired = yield db.RetiredKey(**where)
+            if retired:
+                kept = _reuse_retired(v, retired[0], policy)
+                if kept is not None:
+                    return kept
         inserted = yield from _insert_new(v, job)
         if inserted is not None:
             return inserted
@@ -423,6 +432,24 @@ def _reuse(v: Values, latest: Row, policy: Dedupe) -> Plan[Job | None]:
         if rows:
             yield Announce(queues=[rows[0]["queue"]])
             return v.decode_job(rows[0], deduplicated=True)
+    return None
+
+
+def _reuse_retired(v: Values, row: Row, policy: Dedupe) -> Job | None:
+    """``_reuse`` for a retired key: the pruned job is returned where the policy would
+    return it; a failed one that the policy would retry cannot be (it is gone): a new
+    job is enqueued instead."""
+    status = row["status"]
+    job = retired_job(v, row)
+    if status == Status.COMPLETED and policy.on_completed == "return":
+        return job
+    if status == Status.COMPLETED and policy.cache_ttl is not None:
+        finished = v.decode_time(row["finished_at"])
+        now = v.decode_time(row["db_now"])
+        if finished and now and (now - finished).total_seconds() < policy.cache_ttl:
+            return job
+    if status == Status.FAILED and policy.on_failed == "return":
+        return job
     return None
 
 

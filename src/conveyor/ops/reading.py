@@ -18,6 +18,7 @@ from conveyor.ops import Call, Plan, Row, Upgrade, Values
 from conveyor.ops.admin import deferred_filter, deferred_kind
 from conveyor.ops.defaults import MAX_JOB_ID, MAX_LIST, job_id
 from conveyor.ops.enqueue import lease_expired, recover_one
+from conveyor.ops.retention import retired_job
 from conveyor.retry import seconds
 
 # Readers fold the counts' deltas themselves once this many pile up (PostgreSQL).
@@ -47,7 +48,8 @@ def get(job: Any) -> Call[Job | None]:
 
 
 def latest(key: Any, *, queue: Any, task: Any) -> Call[Job | None]:
-    """The newest job with this key (and task), whatever its state."""
+    """The newest job with this key (and task), whatever its state; when none is left
+    and a retention policy retired the key, its job as it was when pruned."""
     where: dict[str, Any] = {
         "key": check.name(key, "key", max_length=check.MAX_KEY_LENGTH),
         "queue": check.name(queue, "queue"),
@@ -57,7 +59,11 @@ def latest(key: Any, *, queue: Any, task: Any) -> Call[Job | None]:
     def build(v: Values) -> Plan[Job | None]:
         rows = yield db.LatestByKey(**where)
         row = yield from _fresh(v, rows, db.LatestByKey(**where))
-        return None if row is None else v.decode_job(row)
+        if row is None:
+            # A key retired by a retention policy: its job as it was when pruned.
+            retired = yield db.RetiredKey(**where)
+            return retired_job(v, retired[0], deduplicated=False) if retired else None
+        return v.decode_job(row)
 
     return Call("latest", where, build, write=False)
 

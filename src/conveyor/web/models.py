@@ -266,6 +266,35 @@ class PruneRequest(_Request):
     statuses: Annotated[list[FinalStatus], Field(min_length=1, max_length=3)] = ["completed"]
 
 
+Archive = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=1000, pattern=_NO_CONTROL),
+    Field(description="'task:NAME' or 'file:PATH'"),
+]
+
+
+class RetentionRequest(_Request):
+    status: FinalStatus
+    keep_seconds: Annotated[
+        Seconds | None, Field(description="how long jobs are kept; null: for ever")
+    ]
+    queue: Annotated[Name | None, Field(description="null: any queue")] = None
+    task: Annotated[Name | None, Field(description="null: any task")] = None
+    archive: Archive | None = None
+    retire_keys: bool = False
+
+
+class ClearRetentionRequest(_Request):
+    status: Annotated[FinalStatus | None, Field(description="null: every status")] = None
+    queue: Name | None = None
+    task: Name | None = None
+
+
+class PruneExpiredRequest(_Request):
+    ids: JobIds
+    archive: Archive | None = None
+
+
 # -- responses --------------------------------------------------------------------------
 def _job_model() -> Any:
     """A job as the API answers it: every field of the ``Job`` dataclass (derived from
@@ -594,3 +623,17 @@ class WorkflowOut(BaseModel):
 
 class WorkflowList(BaseModel):
     workflows: list[WorkflowOut]
+
+
+class RetentionPolicyOut(BaseModel):
+    status: FinalStatus
+    queue: str | None
+    task: str | None
+    keep_seconds: float | None = Field(description="null: kept for ever")
+    archive: str | None
+    retire_keys: bool
+    updated_at: datetime | None
+
+
+class RetentionPoliciesOut(BaseModel):
+    policies: list[RetentionPolicyOut]

@@ -40,6 +40,7 @@ from conveyor.maintenance import (
     Pruner,
     Rescuer,
     Retention,
+    RetentionPruner,
     Scheduler,
     ThroughputRollUp,
 )
@@ -214,6 +215,12 @@ class Worker:
         self._maintainer.add(Rescuer(q, self.queues), t.rescue)
         if self.retention is not None:
             self._maintainer.add(Pruner(q, self.retention), self.prune_interval)
+        # The stored retention policies (none: nothing to do but one read per interval),
+        # on a thread of their own: a long pass through a backlog, batch after batch,
+        # never delays the rescuer or this worker's presence.
+        self._pruning = Maintainer()
+        self._stop_pruning = threading.Event()
+        self._pruning.add(RetentionPruner(q, stopping=self._stop_pruning), self.prune_interval)
         self._maintainer.add(ThroughputRollUp(q), ROLL_UP_EVERY)
         if self.app.schedules:  # @app.periodic: every worker helps, none leads
             scheduler = Scheduler(q, self.app.schedules.values())
@@ -231,7 +238,13 @@ class Worker:
             busy=self._held.running,
         )  # fmt: skip
         self._maintainer.add(self._presence, t.heartbeat)
-        for part in (self._wakeup, self._completer, self._heartbeater, self._maintainer):
+        for part in (
+            self._wakeup,
+            self._completer,
+            self._heartbeater,
+            self._maintainer,
+            self._pruning,
+        ):
             part.start()
 
     # -- 1. the claim loop ----------------------------------------------------------
@@ -506,6 +519,8 @@ class Worker:
         self._release(q, self._held.unwritten())
         self._heartbeater.stop()
         self._maintainer.stop()
+        self._stop_pruning.set()
+        self._pruning.stop()
         self._presence.leave()
         self._pool.close()
         self._wakeup.close()

@@ -50,7 +50,16 @@ def roll_up_throughput(session: HandlerSession, params: Mapping[str, Any]) -> St
     return len({(row["hour"], row["queue"]) for row in locked})
 
 
+def delete_retention(session: HandlerSession, params: Mapping[str, Any]) -> Steps:
+    """The policies locked, then deleted: answers their statuses."""
+    locked: list[Row] = yield Rows("delete_retention_lock", params)
+    if locked:
+        yield Change("delete_retention_delete", params)
+    return locked
+
+
 OPERATOR_HANDLERS: dict[str, Handler] = {
+    "delete_retention": delete_retention,
     "cancel_by_key": guarded("cancel_by_key_lock", "cancel_by_key_update", _ID_QUEUE),
     "fail_by_key": guarded("fail_by_key_lock", "fail_by_key_update", _ID_QUEUE),
     "run_now": guarded("run_now_lock", "run_now_update"),

@@ -105,3 +105,8 @@ def workers(request: Request) -> HTMLResponse:
 @router.get("/schedules", response_class=HTMLResponse, include_in_schema=False)
 def schedules(request: Request) -> HTMLResponse:
     return shell(request)
+
+
+@router.get("/retention", response_class=HTMLResponse, include_in_schema=False)
+def retention(request: Request) -> HTMLResponse:
+    return shell(request)

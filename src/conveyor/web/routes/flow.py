@@ -10,10 +10,17 @@ from fastapi import Query
 from conveyor.codec import to_json
 from conveyor.errors import InvalidArgument
 from conveyor.info import Rate
+from conveyor.ops.defaults import MAX_JOB_ID
 from conveyor.ops.reading import MAX_SAMPLE, MAX_THROUGHPUT_HOURS, MAX_TIMING_HOURS
 from conveyor.validation import MAX_NAME_LENGTH
 from conveyor.web.limits import Limits
-from conveyor.web.models import LimitsRequest, RateIn
+from conveyor.web.models import (
+    ClearRetentionRequest,
+    LimitsRequest,
+    PruneExpiredRequest,
+    RateIn,
+    RetentionRequest,
+)
 from conveyor.web.router import Router, route
 from conveyor.web.routes.common import JobIdPath, QueuePath, QueueQuery, TaskQuery
 from conveyor.web.state import State
@@ -60,6 +67,51 @@ def _rate(value: RateIn | None, limits: Limits, what: str) -> Rate | None:
             f"{value.limit} per {value.per:g} s"
         )
     return Rate(value.limit, value.per)
+
+
+@route(router, "set_retention")
+def set_retention(body: RetentionRequest, state: State) -> Any:
+    """Writes the policy for (`status`, `queue`, `task`), replacing the one there was. The
+    most specific policy of a job wins: queue and task, then task, then queue, then the
+    status's default. `keep_seconds` null keeps the jobs for ever."""
+    policy = state.queue.set_retention(
+        body.status, body.keep_seconds, queue=body.queue, task=body.task,
+        archive=body.archive, retire_keys=body.retire_keys,
+    )  # fmt: skip
+    return to_json(policy)
+
+
+@route(router, "retention_policies")
+def retention_policies(state: State) -> dict[str, Any]:
+    return {"policies": to_json(state.queue.retention_policies())}
+
+
+@route(router, "clear_retention")
+def clear_retention(body: ClearRetentionRequest, state: State) -> dict[str, Any]:
+    """Deletes the policy for (`status`, `queue`, `task`); with `status` null, those of
+    every status."""
+    removed = state.queue.clear_retention(status=body.status, queue=body.queue, task=body.task)
+    return {"removed_count": removed}
+
+
+@route(router, "expired_jobs")
+def expired_jobs(
+    state: State,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 500,
+    archive: Annotated[str | None, Query(min_length=1, max_length=1000)] = None,
+    after: Annotated[int | None, Query(ge=1, le=MAX_JOB_ID)] = None,
+) -> dict[str, Any]:
+    """Final jobs their retention policy lets go now, whole, by id (above `after`), with
+    their policy and archive (read only)."""
+    found = state.queue.expired_jobs(limit=limit, archive=archive, after=after)
+    return {"expired": to_json(found)}
+
+
+@route(router, "prune_expired")
+def prune_expired(body: PruneExpiredRequest, state: State) -> dict[str, Any]:
+    """Deletes those of `ids` their policy still lets go, in one transaction (keys
+    retired, archive task's jobs enqueued with it)."""
+    return {"removed_count": state.queue.prune_expired(body.ids, archive=body.archive)}
 
 
 @route(router, "queue_settings")

@@ -106,3 +106,7 @@ export function post(path, body, options = {}) {
 export function del(path, options = {}) {
   return request("DELETE", path, options);
 }
+
+export function put(path, body, options = {}) {
+  return request("PUT", path, { ...options, body });
+}

@@ -14,6 +14,7 @@ import * as workflow from "./workflow.js";
 import * as workers from "./workers.js";
 import * as schedules from "./schedules.js";
 import * as scheduled from "./scheduled.js";
+import * as retention from "./retention.js";
 
 const POLL_MS = 2000;
 const ROUTES = [
@@ -25,6 +26,7 @@ const ROUTES = [
   [/^scheduled$/, scheduled, "scheduled"],
   [/^workers$/, workers, "workers"],
   [/^schedules$/, schedules, "schedules"],
+  [/^retention$/, retention, "retention"],
 ];
 
 const $ = (id) => document.getElementById(id);
