@@ -53,6 +53,17 @@ def test_bad_input_is_a_4xx_envelope(
     assert error["code"] and error["message"]
 
 
+def test_a_file_archive_is_never_named_over_http(client: TestClient) -> None:
+    """A path on the workers' machines is not for a remote caller to choose."""
+    body = {"status": "failed", "keep_seconds": 60, "archive": "file:/tmp/pruned.jsonl"}
+    answer = client.put("/api/retention", json=body)
+    assert answer.status_code == 422
+    assert answer.json()["error"]["code"] == "invalid_argument"
+    assert client.get("/api/retention").json()["policies"] == []
+    task = client.put("/api/retention", json={**body, "archive": "task:archive"})
+    assert task.status_code == 200
+
+
 def test_expired_jobs_and_prune_over_http(client: TestClient) -> None:
     job = client.post("/api/jobs", json={"task": "t", "queue": "a"}).json()
     claim = client.post("/api/queues/a/claim", json={}).json()

@@ -73,7 +73,14 @@ def _rate(value: RateIn | None, limits: Limits, what: str) -> Rate | None:
 def set_retention(body: RetentionRequest, state: State) -> Any:
     """Writes the policy for (`status`, `queue`, `task`), replacing the one there was. The
     most specific policy of a job wins: queue and task, then task, then queue, then the
-    status's default. `keep_seconds` null keeps the jobs for ever."""
+    status's default. `keep_seconds` null keeps the jobs for ever. A `file:` archive
+    names a path on the workers' machines: it is set with a direct connection to the
+    database, never over HTTP (422)."""
+    if body.archive is not None and body.archive.startswith("file:"):
+        raise InvalidArgument(
+            "archive: a file archive names a path on the workers' machines; set it with "
+            "a direct connection to the database (Python or the command line), not over HTTP"
+        )
     policy = state.queue.set_retention(
         body.status, body.keep_seconds, queue=body.queue, task=body.task,
         archive=body.archive, retire_keys=body.retire_keys,
