@@ -30,11 +30,14 @@ from conveyor.errors import (
     ConfigurationError,
     ConveyorError,
     DatabaseError,
+    DatabaseUnavailable,
     DuplicateJob,
     InvalidArgument,
     InvalidTransition,
     JobNotFound,
     StaleClaim,
+    StorageFull,
+    StorageReadOnly,
     TransactionConflict,
     WorkflowNotFound,
 )
@@ -56,6 +59,9 @@ _ERRORS_BY_CODE: dict[str, type[ConveyorError]] = {
         DuplicateJob,
         DatabaseError,
         TransactionConflict,
+        DatabaseUnavailable,
+        StorageFull,
+        StorageReadOnly,
         WorkflowNotFound,
     )
 }

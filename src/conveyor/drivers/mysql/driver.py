@@ -40,7 +40,7 @@ from conveyor.drivers.mysql.operator_handlers import OPERATOR_HANDLERS
 from conveyor.drivers.operations import Operation
 from conveyor.drivers.sql import Statements
 from conveyor.drivers.values import Row
-from conveyor.errors import DatabaseError, InvalidArgument, TransactionConflict
+from conveyor.errors import DatabaseError, DatabaseUnavailable, InvalidArgument, TransactionConflict
 
 log = logging.getLogger("conveyor.mysql")
 
@@ -114,7 +114,7 @@ class _Pool:
         if self.closed:
             raise DatabaseError("the MySQL queue is closed")
         if not self._slots.acquire(timeout=self._timeout):
-            raise DatabaseError(f"no MySQL connection available within {self._timeout:g}s")
+            raise DatabaseUnavailable(f"no MySQL connection available within {self._timeout:g}s")
         try:
             return self._idle.get_nowait()
         except queue.Empty:
@@ -198,8 +198,14 @@ class MySQLDriver(MySQLValues, Driver):
                 for statement in SESSION_SETUP:
                     cur.execute(statement)
         except pymysql.Error as exc:
+            why = translation(exc)
+            if isinstance(why, DatabaseUnavailable):
+                reason = exc.args[1] if len(exc.args) > 1 else exc
+                raise DatabaseUnavailable(
+                    f"MySQL is unavailable: cannot connect to {self.describe()}: {reason}"
+                ) from None
             raise DatabaseError(
-                f"cannot connect to MySQL at {self.describe()}: {translation(exc).message}"
+                f"cannot connect to MySQL at {self.describe()}: {why.message}"
             ) from None
         return conn
 

@@ -19,14 +19,16 @@ from conveyor.drivers.aio import AsyncDriver, AsyncSession
 from conveyor.drivers.operations import Operation
 from conveyor.drivers.postgres.dialect import (
     PostgresValues,
+    RECONNECT_TIMEOUT,
     in_own_block,
+    one_line,
     notification,
     read_as_conveyor,
     translated,
 )
 from conveyor.drivers.sql import Statements
 from conveyor.drivers.values import Row
-from conveyor.errors import DatabaseError, InvalidArgument
+from conveyor.errors import DatabaseUnavailable, InvalidArgument
 
 log = logging.getLogger("conveyor.postgres")
 
@@ -85,6 +87,7 @@ class AsyncPostgresDriver(PostgresValues, AsyncDriver):
             kwargs={"autocommit": True},
             configure=self._configure,
             timeout=connect_timeout,
+            reconnect_timeout=RECONNECT_TIMEOUT,
             open=False,
             name=f"conveyor-async-{schema}",
         )
@@ -94,7 +97,7 @@ class AsyncPostgresDriver(PostgresValues, AsyncDriver):
             await self._pool.open(wait=True, timeout=self._connect_timeout)
         except PoolTimeout:
             await self._pool.close()
-            raise DatabaseError(
+            raise DatabaseUnavailable(
                 f"cannot connect to PostgreSQL at {self.describe()} "
                 f"within {self._connect_timeout:g}s"
             ) from None
@@ -184,7 +187,7 @@ class AsyncPostgresDriver(PostgresValues, AsyncDriver):
                         self._announce()
             except psycopg.Error as exc:
                 ready.set()
-                log.warning("listener connection lost (%s); reconnecting", exc)
+                log.warning("listener connection lost (%s); reconnecting", one_line(exc))
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 5.0)
 

@@ -37,6 +37,8 @@ from conveyor.errors import (
     ConfigurationError,
     ConveyorError,
     DatabaseError,
+    StorageFull,
+    StorageReadOnly,
     DuplicateJob,
     InvalidArgument,
 )
@@ -99,9 +101,28 @@ def _translation(exc: sqlite3.Error) -> ConveyorError:
         if "conveyor_jobs.queue, conveyor_jobs.key" in str(exc):
             return DuplicateJob("an active job with this key already exists")
         return DatabaseError(f"SQLite integrity error: {exc}")
+    primary = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+    if primary == _SQLITE_FULL or "database or disk is full" in str(exc):
+        return StorageFull(f"SQLite database or disk is full: {exc}")
+    if primary == _SQLITE_READONLY or "readonly database" in str(exc):
+        return StorageReadOnly(f"SQLite database is read-only: {exc}")
     if isinstance(exc, sqlite3.OperationalError) and ("locked" in str(exc) or "busy" in str(exc)):
         return DatabaseError(f"SQLite database is busy: {exc} (raise ?timeout=)")
     return DatabaseError(f"SQLite error: {exc}")
+
+
+def _roll_back(conn: sqlite3.Connection) -> None:
+    """End the connection's transaction, if any; a failure to (a transaction the
+    database already rolled back, a vanished file) leaves nothing to undo."""
+    try:
+        conn.rollback()
+    except sqlite3.Error:
+        pass
+
+
+# Primary result codes (https://sqlite.org/rescode.html): an extended code's low byte.
+_SQLITE_READONLY = 8
+_SQLITE_FULL = 13
 
 
 class SQLiteDriver(Driver):
@@ -167,10 +188,15 @@ class SQLiteDriver(Driver):
             try:
                 yield session
             except BaseException:
-                self._conn.rollback()
+                _roll_back(self._conn)
                 raise
-            with _translated():
+            try:
                 cur.execute("COMMIT")
+            except sqlite3.Error as exc:
+                # A COMMIT that fails (a full disk, a read-only file) leaves the
+                # transaction open: end it, or the connection's next BEGIN fails too.
+                _roll_back(self._conn)
+                raise _translation(exc) from None
         if session.queues_touched or session.jobs_finished:
             self._announce()
 
