@@ -132,7 +132,14 @@ class SQLiteDriver(Driver):
         one_round_trip=True, listen_notify=False, skip_locked=False, returning=True
     )
 
-    def __init__(self, path: str, *, synchronous: str = "full", timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        path: str,
+        *,
+        synchronous: str = "full",
+        timeout: float = 30.0,
+        max_pages: int | None = None,
+    ) -> None:
         super().__init__()
         if synchronous not in SYNCHRONOUS:
             raise ConfigurationError(
@@ -140,6 +147,7 @@ class SQLiteDriver(Driver):
             )
         self.path = path
         self._timeout = timeout
+        self._max_pages = max_pages
         self._queries = load_queries(_PACKAGE, _MACROS)
         self._migrations = load_migrations(_PACKAGE, _MACROS)
         # One writing connection per backend, shared by the threads of this process under
@@ -168,6 +176,12 @@ class SQLiteDriver(Driver):
         # Cancelling a job for its failed dependency cancels that job's own dependents:
         # the trigger that does it must fire for its own updates.
         conn.execute("PRAGMA recursive_triggers = ON")
+        if self._max_pages is not None:
+            # The file's size limit, in pages (SQLite's max_page_count, which holds
+            # for this connection only: every connection opened here sets it). A
+            # write that needs more raises StorageFull; pages freed by deletions
+            # are used again first.
+            conn.execute(f"PRAGMA max_page_count = {int(self._max_pages)}")
         return conn
 
     # -- sessions -------------------------------------------------------------------
