@@ -229,6 +229,18 @@ class ThrowawayMariaDB:
             cur.execute(f"SET GLOBAL {setting} = {value}")
         conn.close()
 
+    def add_user(self, name: str) -> str:
+        """A user with every privilege on the conveyor database, none on the server
+        (no READ ONLY ADMIN: ``read_only`` binds it); its URL."""
+        import pymysql
+
+        conn = pymysql.connect(unix_socket=str(self.socket), user="root", autocommit=True)
+        with conn.cursor() as cur:
+            cur.execute(f"CREATE USER '{name}'@'127.0.0.1'")
+            cur.execute(f"GRANT ALL ON conveyor.* TO '{name}'@'127.0.0.1'")
+        conn.close()
+        return self.url.replace("root@", f"{name}@")
+
     def destroy(self) -> None:
         if self.proc is not None:
             self.stop("immediate")

@@ -202,7 +202,7 @@ class MySQLDriver(MySQLValues, Driver):
             if isinstance(why, DatabaseUnavailable):
                 reason = exc.args[1] if len(exc.args) > 1 else exc
                 raise DatabaseUnavailable(
-                    f"MySQL is unavailable: cannot connect to {self.describe()}: {reason}"
+                    f"cannot connect to MySQL at {self.describe()}: {reason}"
                 ) from None
             raise DatabaseError(
                 f"cannot connect to MySQL at {self.describe()}: {why.message}"

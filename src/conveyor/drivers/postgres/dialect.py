@@ -18,7 +18,7 @@ from psycopg import sql
 from psycopg.adapt import AdaptersMap
 from psycopg.types.datetime import TimestamptzLoader
 from psycopg.types.json import JsonbLoader
-from psycopg_pool import PoolTimeout
+from psycopg_pool import PoolClosed, PoolTimeout
 
 from conveyor.drivers.base import Capabilities
 from conveyor.drivers.sql import Migration, load_migrations, load_queries
@@ -204,6 +204,8 @@ _UNAVAILABLE_STATES = ("57P01", "57P02", "57P03", "57P05")
 def unavailable(exc: BaseException) -> bool:
     """Whether ``exc`` says the server cannot be reached (rather than refusing the
     statement): a lost or refused connection, or a server shutting down or starting."""
+    if isinstance(exc, PoolClosed):  # the queue was closed: not the server's doing
+        return False
     state = getattr(exc, "sqlstate", None)
     if state is None:
         return isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError)
