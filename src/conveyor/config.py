@@ -98,9 +98,8 @@ def _sqlite(
     if "max_pages" in query:
         pages = _number("max_pages", query["max_pages"])
         if pages != int(pages) or pages < 1:
-            raise ConfigurationError(
-                f"max_pages: expected a whole number of pages, at least 1, got {query['max_pages']!r}"
-            )
+            got = query["max_pages"]
+            raise ConfigurationError(f"max_pages: expected a whole number of pages, got {got!r}")
         options["max_pages"] = int(pages)
     return Settings("sqlite", file, options, queue_options)
 

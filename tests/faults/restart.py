@@ -80,8 +80,8 @@ class ServeProcess:
         self.base = f"http://127.0.0.1:{self.port}"
         self.log_path = tmp / "serve.log"
         env = {k: v for k, v in os.environ.items() if not k.startswith("CONVEYOR_")}
-        command = [sys.executable, "-m", "conveyor", "serve", "--db", url,
-                   "--port", str(self.port), "--log-level", "warning", "--rescue-interval", "1"]  # fmt: skip
+        command = [sys.executable, "-m", "conveyor", "serve", "--db", url, "--port",
+                   str(self.port), "--log-level", "warning", "--rescue-interval", "1"]  # fmt: skip
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
                 command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT
@@ -270,7 +270,9 @@ class Restart:
         for p in self._procs:
             text = p.log()
             if _TRACEBACK.search(text) or _CONTINUED.search(text):
-                r.problems.append(f"a traceback or a message over several lines in {p.log_path.name}")
+                r.problems.append(
+                    f"a traceback or a message over several lines in {p.log_path.name}"
+                )
             during = text[self._log_marks[p.log_path] : marks[p.log_path]]
             r.worker_warnings += sum(" WARNING " in line for line in during.splitlines())
         text = serve.log()

@@ -17,6 +17,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from contextlib import suppress
 from pathlib import Path
 
 import pytest
@@ -133,10 +134,8 @@ class ThrowawayPostgres:
 
     def destroy(self) -> None:
         if (self.data / "postmaster.pid").exists():
-            try:
+            with suppress(subprocess.SubprocessError, RuntimeError):
                 self.stop("immediate")
-            except (subprocess.SubprocessError, RuntimeError):
-                pass
         shutil.rmtree(self.root, ignore_errors=True)
 
 
@@ -160,7 +159,9 @@ class ThrowawayMariaDB:
         server = (
             shutil.which("mariadbd")
             or shutil.which("mysqld")
-            or next((p for p in ("/usr/sbin/mariadbd", "/usr/sbin/mysqld") if os.path.exists(p)), None)
+            or next(
+                (p for p in ("/usr/sbin/mariadbd", "/usr/sbin/mysqld") if os.path.exists(p)), None
+            )
         )
         return (install, server) if install and server else None
 

@@ -33,7 +33,9 @@ def _accepted(base: str) -> bool:
     return answer.status_code == 201
 
 
-def _turns_read_only_and_back(url: str, tmp_path: Path, read_only: object, writable: object) -> None:
+def _turns_read_only_and_back(
+    url: str, tmp_path: Path, read_only: object, writable: object
+) -> None:
     q = conveyor.connect(url)
     serve = ServeProcess(url, tmp_path)
     try:

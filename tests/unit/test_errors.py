@@ -4,8 +4,8 @@ import httpx
 import pytest
 
 import conveyor
-from conveyor.client import answer
 from conveyor import errors
+from conveyor.client import answer
 
 
 def test_every_error_shares_one_root() -> None:

@@ -18,11 +18,11 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from conveyor.drivers.aio import AsyncDriver, AsyncSession
 from conveyor.drivers.operations import Operation
 from conveyor.drivers.postgres.dialect import (
-    PostgresValues,
     RECONNECT_TIMEOUT,
+    PostgresValues,
     in_own_block,
-    one_line,
     notification,
+    one_line,
     read_as_conveyor,
     translated,
 )

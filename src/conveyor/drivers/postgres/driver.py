@@ -22,11 +22,11 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from conveyor.drivers.base import Driver, Session
 from conveyor.drivers.operations import Operation
 from conveyor.drivers.postgres.dialect import (
-    PostgresValues,
     RECONNECT_TIMEOUT,
+    PostgresValues,
     in_own_block,
-    one_line,
     notification,
+    one_line,
     read_as_conveyor,
     translated,
 )
@@ -124,11 +124,15 @@ class PostgresDriver(PostgresValues, Driver):
             with self._caller_session(conn) as session:
                 yield session
             return
-        with self._watching(), translated():
-            with self._pool.connection(self._checkout_timeout()) as pooled, pooled.transaction():
-                session = _PostgresSession(pooled, self._queries)
-                yield session
-                session.send_notification(self.channel)
+        with (
+            self._watching(),
+            translated(),
+            self._pool.connection(self._checkout_timeout()) as pooled,
+            pooled.transaction(),
+        ):
+            session = _PostgresSession(pooled, self._queries)
+            yield session
+            session.send_notification(self.channel)
         if session.queues_touched or session.jobs_finished:
             self._announce()
 

@@ -17,7 +17,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import datetime, timezone
 from functools import lru_cache
 from typing import Any
@@ -37,10 +37,10 @@ from conveyor.errors import (
     ConfigurationError,
     ConveyorError,
     DatabaseError,
-    StorageFull,
-    StorageReadOnly,
     DuplicateJob,
     InvalidArgument,
+    StorageFull,
+    StorageReadOnly,
 )
 
 log = logging.getLogger("conveyor.sqlite")
@@ -114,10 +114,8 @@ def _translation(exc: sqlite3.Error) -> ConveyorError:
 def _roll_back(conn: sqlite3.Connection) -> None:
     """End the connection's transaction, if any; a failure to (a transaction the
     database already rolled back, a vanished file) leaves nothing to undo."""
-    try:
+    with suppress(sqlite3.Error):
         conn.rollback()
-    except sqlite3.Error:
-        pass
 
 
 # Primary result codes (https://sqlite.org/rescode.html): an extended code's low byte.
