@@ -186,6 +186,9 @@ def soak(url: str, *, rate: float, duration: float, every: float, workers: int,
                     print(_line(rows[-1]), flush=True)
                     next_sample += every
                 time.sleep(min(0.02, max(0.0, next_sample - time.monotonic())))
+            rows.append(_sample(q, url, time.monotonic() - started, worker_procs, server,
+                                probe, enqueued, errors))  # the end of the run  # fmt: skip
+            print(_line(rows[-1]), flush=True)
     finally:
         probe.stop()
         probing.join(5)
@@ -271,7 +274,7 @@ def chart(rows: list[dict[str, float]], path: Path, title: str) -> Path:
 
 def svg_chart(rows: list[dict[str, float]], title: str) -> str:
     """Four small line charts in one SVG, drawn by hand."""
-    width, height, pw, ph = 900, 560, 400, 200
+    width, height, pw, ph = 960, 560, 400, 200
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
              f'font-family="sans-serif" font-size="11">',
              f'<rect width="{width}" height="{height}" fill="white"/>',
@@ -297,16 +300,18 @@ def svg_chart(rows: list[dict[str, float]], title: str) -> str:
             )
         for tick in range(5):
             x = x0 + pw * tick / 4
+            at = span * tick / 4
+            label = f"{at:.0f} s" if span < 120 else f"{at / 60:.3g} min"
             parts.append(f'<text x="{x:.1f}" y="{y0 + ph + 15}" text-anchor="middle">'
-                         f'{span * tick / 4 / 60:.1f} min</text>')  # fmt: skip
+                         f"{label}</text>")  # fmt: skip
         for k, (key, colour) in enumerate(zip(keys, LINE_COLOURS, strict=False)):
             points = " ".join(f"{x0 + pw * r['elapsed_s'] / span:.1f},"
                               f"{y0 + ph - ph * r[key] / top:.1f}" for r in rows)  # fmt: skip
             parts.append(
                 f'<polyline points="{points}" fill="none" stroke="{colour}" stroke-width="1.8"/>'
             )
-            if len(keys) > 1:
-                parts.append(f'<text x="{x0 + pw - 5}" y="{y0 + 15 + 14 * k}" text-anchor="end" '
+            if len(keys) > 1:  # a legend beside the panel's title
+                parts.append(f'<text x="{x0 + pw - 110 * k}" y="{y0 - 8}" text-anchor="end" '
                              f'fill="{colour}">{_esc(key)}</text>')  # fmt: skip
     parts.append("</svg>")
     return "\n".join(parts) + "\n"
@@ -345,8 +350,14 @@ def main() -> None:
     parser.add_argument("--out", default="soak", help="file name stem for the CSV and chart")
     parser.add_argument("--title", default=None)
     parser.add_argument("--drop", action="store_true", help="drop conveyor's tables after")
+    parser.add_argument("--redraw", metavar="CSV", help="only draw the chart of an earlier run")
     args = parser.parse_args()
     out = Path(args.out)
+    if args.redraw:
+        with open(args.redraw, newline="") as f:
+            rows = [{k: float(v) for k, v in row.items()} for row in csv.DictReader(f)]
+        print(f"wrote {chart(rows, out, args.title or 'soak')}")
+        return
     rows = soak(args.db, rate=args.rate, duration=args.duration, every=args.every,
                 workers=args.workers, concurrency=args.concurrency, out=out)  # fmt: skip
     write_csv(rows, out.with_suffix(".csv"))
