@@ -10,10 +10,14 @@ tracebacks. See ``restart.py``."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from pathlib import Path
 
 import pytest
 
+import conveyor
+from conveyor.aio import connect as aio_connect
 from tests.faults.restart import Restart
 from tests.faults.servers import ThrowawayMariaDB, ThrowawayPostgres
 
@@ -40,3 +44,35 @@ def test_mariadb_restarted_under_load_loses_nothing(
     assert report.problems == []
     assert report.answers_while_down.get("database_unavailable", 0) >= 1
     assert report.runs_recorded >= report.jobs
+
+
+def test_an_async_queue_hears_postgresql_is_gone_and_finds_it_back(
+    own_postgres: ThrowawayPostgres,
+) -> None:
+    """The asyncio driver: while the server is stopped every call raises
+    DatabaseUnavailable (none waits out the pool's timeout, ten seconds here), and
+    once it is started again calls go through, with the jobs from before still there."""
+
+    async def scenario() -> None:
+        q = await aio_connect(f"{own_postgres.url}?connect_timeout=10")
+        try:
+            before = await q.enqueue("t")
+            own_postgres.stop("fast")
+            for _ in range(3):
+                with pytest.raises(conveyor.DatabaseUnavailable):
+                    await asyncio.wait_for(q.enqueue("t"), 9)
+            own_postgres.start()
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    await q.enqueue("t")
+                    break
+                except conveyor.DatabaseUnavailable:
+                    assert time.monotonic() < deadline, "not back 30 s after the restart"
+                    await asyncio.sleep(0.05)
+            assert await q.get(before.id) is not None
+            assert (await q.stats()).pending == 2
+        finally:
+            await q.close()
+
+    asyncio.run(scenario())

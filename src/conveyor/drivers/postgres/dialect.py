@@ -177,6 +177,10 @@ def translated() -> Iterator[None]:
 # connection starts a fresh one at once. Short, so that a server back from a restart is
 # found within a second or two, not after the pool's long backoff (minutes, by default).
 RECONNECT_TIMEOUT = 2.0
+# Seconds to wait for a pooled connection while the server is known to be unreachable,
+# rather than the pool's whole timeout: callers (an HTTP request, a worker's claim)
+# hear ``DatabaseUnavailable`` at once.
+DOWN_CHECKOUT_TIMEOUT = 1.0
 
 
 class OneLineLogs(logging.Filter):

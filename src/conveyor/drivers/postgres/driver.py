@@ -22,6 +22,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from conveyor.drivers.base import Driver, Session
 from conveyor.drivers.operations import Operation
 from conveyor.drivers.postgres.dialect import (
+    DOWN_CHECKOUT_TIMEOUT,
     RECONNECT_TIMEOUT,
     PostgresValues,
     in_own_block,
@@ -35,8 +36,6 @@ from conveyor.drivers.values import Row
 from conveyor.errors import DatabaseUnavailable, InvalidArgument
 
 log = logging.getLogger("conveyor.postgres")
-# Seconds to wait for a pooled connection while the server is known to be unreachable.
-_DOWN_CHECKOUT_TIMEOUT = 1.0
 
 
 class _PostgresSession(Session):
@@ -170,7 +169,7 @@ class PostgresDriver(PostgresValues, Driver):
         moment while the server is known to be unreachable, so that callers (an HTTP
         request, a worker's claim) hear ``DatabaseUnavailable`` at once rather than
         after every reconnection attempt the pool makes meanwhile."""
-        return _DOWN_CHECKOUT_TIMEOUT if self._down_since is not None else None
+        return DOWN_CHECKOUT_TIMEOUT if self._down_since is not None else None
 
     @contextmanager
     def _watching(self) -> Iterator[None]:
