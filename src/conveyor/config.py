@@ -20,7 +20,7 @@ from conveyor.validation import DEFAULT_MAX_PAYLOAD_BYTES
 DEFAULT_URL = "sqlite:///conveyor.db"
 ENV_URL = "CONVEYOR_DATABASE_URL"
 _QUEUE_OPTIONS = {"max_payload_bytes"}
-_SQLITE_OPTIONS = {"synchronous", "timeout"}
+_SQLITE_OPTIONS = {"synchronous", "timeout", "max_pages"}
 _POSTGRES_OPTIONS = {"schema", "pool_min", "pool_max", "connect_timeout"}
 _MYSQL_OPTIONS = {"pool_min", "pool_max", "connect_timeout"}
 MYSQL_SCHEMES = ("mysql", "mariadb")
@@ -95,6 +95,12 @@ def _sqlite(
         options["synchronous"] = query["synchronous"].lower()
     if "timeout" in query:
         options["timeout"] = _number("timeout", query["timeout"])
+    if "max_pages" in query:
+        pages = _number("max_pages", query["max_pages"])
+        if pages != int(pages) or pages < 1:
+            got = query["max_pages"]
+            raise ConfigurationError(f"max_pages: expected a whole number of pages, got {got!r}")
+        options["max_pages"] = int(pages)
     return Settings("sqlite", file, options, queue_options)
 
 

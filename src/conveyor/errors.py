@@ -11,8 +11,13 @@
     ├── RequestInProgress    the request that holds an Idempotency-Key has not answered yet
     ├── ConfigurationError   bad URL, option or environment (also ValueError)
     └── DatabaseError        the database failed or could not be reached
-        └── TransactionConflict  a deadlock or a lock wait broken by the database;
-                                 nothing was written, running it again may work
+        ├── TransactionConflict  a deadlock or a lock wait broken by the database;
+        │                        nothing was written, running it again may work
+        ├── DatabaseUnavailable  the database cannot be reached (down, restarting,
+        │                        connection lost); nothing was written
+        ├── StorageFull          the database's disk (or its size limit) is full;
+        │                        nothing was written
+        └── StorageReadOnly      the database only accepts reads; nothing was written
 
 The control exceptions that task code raises (``Retry``, ``Terminal``, ``Snooze``) are
 not errors of the library: they live in ``conveyor.control``.
@@ -107,3 +112,28 @@ class TransactionConflict(DatabaseError):
     own transactions; inside the caller's transaction (``conn=``) the caller decides."""
 
     code = "transaction_conflict"
+
+
+class DatabaseUnavailable(DatabaseError):
+    """The database cannot be reached: it is down, restarting, or the connection was
+    lost. The operation was not written (or, for a connection lost during a commit,
+    its outcome is unknown; conveyor's writes are guarded, so running it again is
+    safe). Retry later: a queue reconnects by itself once the database is back."""
+
+    code = "database_unavailable"
+
+
+class StorageFull(DatabaseError):
+    """The database has no room left: its disk is full, or it reached a size limit
+    (SQLite's ``max_page_count``, a MySQL table size). Nothing of the operation was
+    written; what was acknowledged before stays. Retry once space is freed."""
+
+    code = "storage_full"
+
+
+class StorageReadOnly(DatabaseError):
+    """The database accepts reads only (a read-only file, a read-only server or
+    transaction mode, a standby). Nothing of the operation was written. Retry once it
+    accepts writes again."""
+
+    code = "storage_read_only"

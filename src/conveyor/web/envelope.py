@@ -48,6 +48,16 @@ _HTTP_CODES = {
     413: "payload_too_large",
     415: "unsupported_media_type",
 }
+# What a 503 says, and after how many seconds to try again, by the error's code (the
+# database's own message is logged, never sent).
+_UNAVAILABLE_ANSWER = ("the database is unavailable; try again later", "1")
+_UNAVAILABLE_ANSWERS = {
+    "storage_full": ("the database is full; nothing was written; try again later", "5"),
+    "storage_read_only": (
+        "the database accepts no writes; nothing was written; try again later",
+        "5",
+    ),
+}
 _MAX_LISTED = 5
 _METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 # A claim id in a path (``/api/claims/{claim_id}``, ``…/ack``), but not ``reset``.
@@ -86,12 +96,8 @@ async def _conveyor_error(request: Request, exc: ConveyorError) -> JSONResponse:
         log.warning(
             "database error on %s %s: %s", request.method, shown_path(request.url.path), exc
         )
-        return error_response(
-            503,
-            exc.code,
-            "the database is unavailable; try again later",
-            headers={"Retry-After": "1"},
-        )
+        message, retry_after = _UNAVAILABLE_ANSWERS.get(exc.code, _UNAVAILABLE_ANSWER)
+        return error_response(503, exc.code, message, headers={"Retry-After": retry_after})
     if status == 500:
         path = shown_path(request.url.path)
         log.error("unexpected %s on %s %s: %s", type(exc).__name__, request.method, path, exc)

@@ -34,8 +34,11 @@ from conveyor.errors import (
     ConfigurationError,
     ConveyorError,
     DatabaseError,
+    DatabaseUnavailable,
     DuplicateJob,
     InvalidArgument,
+    StorageFull,
+    StorageReadOnly,
     TransactionConflict,
 )
 
@@ -57,6 +60,16 @@ MYSQL_COLLATION = "utf8mb4_0900_bin"
 _DEADLOCK, _LOCK_WAIT_TIMEOUT = 1213, 1205
 CONFLICTS = (_DEADLOCK, _LOCK_WAIT_TIMEOUT)
 _DUPLICATE_KEY = 1062
+# The server runs --read-only (1290), or the transaction is READ ONLY (1792), or the
+# server went read-only for a transaction in progress (1836).
+_READ_ONLY = {1290, 1792, 1836}
+# Disk full (1021), a table full (1114), an error writing a file (3); and 1030, "Got
+# error 28 from storage engine", where 28 is ENOSPC.
+_FULL = {3, 1021, 1114}
+# Cannot connect (2002, 2003), the server has gone away (2006) or the connection was
+# lost (2013, 2055), the server is shutting down (1053, ER_SERVER_SHUTDOWN; 1927 on
+# MariaDB, a connection killed at shutdown), too many connections (1040).
+_UNAVAILABLE = {1040, 1053, 1927, 2002, 2003, 2006, 2013, 2055}
 # Values the server refused: bad JSON (4025: CHECK failed on MariaDB, 3819 on MySQL),
 # out of range, too long, bad date.
 _REFUSED_VALUES = {1264, 1292, 1366, 1406, 1690, 3140, 3819, 4025, 4078}
@@ -258,6 +271,13 @@ def translation(exc: BaseException) -> ConveyorError:
         if "conveyor_jobs_active_key" in str(message):
             return DuplicateJob("an active job with this key already exists")
         return DatabaseError(f"MySQL duplicate key: {message}")
+    if code in _READ_ONLY:
+        return StorageReadOnly(f"MySQL accepts no writes: {message}")
+    if code in _FULL or (code == 1030 and "error 28 " in str(message)):
+        return StorageFull(f"MySQL has no room left: {message}")
+    # By class name: PyMySQL's and mysqlclient's exception classes are distinct.
+    if code in _UNAVAILABLE or (code is None and type(exc).__name__ == "InterfaceError"):
+        return DatabaseUnavailable(f"MySQL is unavailable: {message}")
     if code in _REFUSED_VALUES or type(exc).__name__ == "DataError":
         return InvalidArgument(f"MySQL refused a value: {message}")
     if code is None:

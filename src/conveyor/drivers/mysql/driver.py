@@ -48,7 +48,7 @@ from conveyor.drivers.mysql.session import (
 from conveyor.drivers.operations import Operation
 from conveyor.drivers.sql import Statements
 from conveyor.drivers.values import Row
-from conveyor.errors import DatabaseError, InvalidArgument, TransactionConflict
+from conveyor.errors import DatabaseError, DatabaseUnavailable, InvalidArgument, TransactionConflict
 
 log = logging.getLogger("conveyor.mysql")
 
@@ -121,7 +121,7 @@ class _Pool:
         if self.closed:
             raise DatabaseError("the MySQL queue is closed")
         if not self._slots.acquire(timeout=self._timeout):
-            raise DatabaseError(f"no MySQL connection available within {self._timeout:g}s")
+            raise DatabaseUnavailable(f"no MySQL connection available within {self._timeout:g}s")
         try:
             return self._idle.get_nowait()
         except queue.Empty:
@@ -201,8 +201,14 @@ class MySQLDriver(MySQLValues, Driver):
                 for statement in SESSION_SETUP:
                     cur.execute(statement)
         except pymysql.Error as exc:
+            why = translation(exc)
+            if isinstance(why, DatabaseUnavailable):
+                reason = exc.args[1] if len(exc.args) > 1 else exc
+                raise DatabaseUnavailable(
+                    f"cannot connect to MySQL at {self.describe()}: {reason}"
+                ) from None
             raise DatabaseError(
-                f"cannot connect to MySQL at {self.describe()}: {translation(exc).message}"
+                f"cannot connect to MySQL at {self.describe()}: {why.message}"
             ) from None
         return conn
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager, suppress
 from typing import Any
@@ -18,15 +19,18 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from conveyor.drivers.aio import AsyncDriver, AsyncSession
 from conveyor.drivers.operations import Operation
 from conveyor.drivers.postgres.dialect import (
+    DOWN_CHECKOUT_TIMEOUT,
+    RECONNECT_TIMEOUT,
     PostgresValues,
     in_own_block,
     notification,
+    one_line,
     read_as_conveyor,
     translated,
 )
 from conveyor.drivers.sql import Statements
 from conveyor.drivers.values import Row
-from conveyor.errors import DatabaseError, InvalidArgument
+from conveyor.errors import DatabaseUnavailable, InvalidArgument
 
 log = logging.getLogger("conveyor.postgres")
 
@@ -78,6 +82,7 @@ class AsyncPostgresDriver(PostgresValues, AsyncDriver):
         PostgresValues.__init__(self, conninfo, schema)
         self._connect_timeout = connect_timeout
         self._listener: asyncio.Task[None] | None = None
+        self._down_since: float | None = None  # the server was found unreachable
         self._pool = AsyncConnectionPool(
             conninfo,
             min_size=pool_min,
@@ -85,6 +90,7 @@ class AsyncPostgresDriver(PostgresValues, AsyncDriver):
             kwargs={"autocommit": True},
             configure=self._configure,
             timeout=connect_timeout,
+            reconnect_timeout=RECONNECT_TIMEOUT,
             open=False,
             name=f"conveyor-async-{schema}",
         )
@@ -94,7 +100,7 @@ class AsyncPostgresDriver(PostgresValues, AsyncDriver):
             await self._pool.open(wait=True, timeout=self._connect_timeout)
         except PoolTimeout:
             await self._pool.close()
-            raise DatabaseError(
+            raise DatabaseUnavailable(
                 f"cannot connect to PostgreSQL at {self.describe()} "
                 f"within {self._connect_timeout:g}s"
             ) from None
@@ -110,11 +116,15 @@ class AsyncPostgresDriver(PostgresValues, AsyncDriver):
             async with self._caller_session(conn) as session:
                 yield session
             return
-        with translated():
-            async with self._pool.connection() as pooled, pooled.transaction():
-                session = _AsyncPostgresSession(pooled, self._queries)
-                yield session
-                await session.send_notification(self.channel)
+        async with self._watching():
+            with translated():
+                async with (
+                    self._pool.connection(self._checkout_timeout()) as pooled,
+                    pooled.transaction(),
+                ):
+                    session = _AsyncPostgresSession(pooled, self._queries)
+                    yield session
+                    await session.send_notification(self.channel)
         if session.queues_touched or session.jobs_finished:
             self._announce()
 
@@ -131,14 +141,35 @@ class AsyncPostgresDriver(PostgresValues, AsyncDriver):
         if payload is not None:
             statement = self._announcing[op.op]
             params = {**params, "notify_channel": self.channel, "notify_payload": payload}
-        with translated():
-            async with self._pool.connection() as pooled:
-                cur = pooled.cursor(row_factory=dict_row)
-                await cur.execute(statement, params)
-                rows: list[Row] = list(await cur.fetchall()) if cur.description else []
+        async with self._watching():
+            with translated():
+                async with self._pool.connection(self._checkout_timeout()) as pooled:
+                    cur = pooled.cursor(row_factory=dict_row)
+                    await cur.execute(statement, params)
+                    rows: list[Row] = list(await cur.fetchall()) if cur.description else []
         if rows and payload is not None:
             self._announce()
         return rows
+
+    # -- an unreachable server -------------------------------------------------------
+    def _checkout_timeout(self) -> float | None:
+        """The pool's timeout, but only a moment while the server is known to be
+        unreachable (as the synchronous driver does)."""
+        return DOWN_CHECKOUT_TIMEOUT if self._down_since is not None else None
+
+    @asynccontextmanager
+    async def _watching(self) -> AsyncIterator[None]:
+        """Note when the server becomes unreachable and when it answers again; on its
+        return, the pool drops the idle connections the outage broke."""
+        try:
+            yield
+        except DatabaseUnavailable:
+            if self._down_since is None:
+                self._down_since = time.monotonic()
+            raise
+        if self._down_since is not None:
+            self._down_since = None
+            await self._pool.check()
 
     @asynccontextmanager
     async def _caller_session(self, conn: Any) -> AsyncIterator[AsyncSession]:
@@ -184,7 +215,7 @@ class AsyncPostgresDriver(PostgresValues, AsyncDriver):
                         self._announce()
             except psycopg.Error as exc:
                 ready.set()
-                log.warning("listener connection lost (%s); reconnecting", exc)
+                log.warning("listener connection lost (%s); reconnecting", one_line(exc))
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 5.0)
 

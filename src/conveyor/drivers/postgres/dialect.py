@@ -4,6 +4,7 @@ psycopg's placeholder style, values, error translation and notifications."""
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -17,12 +18,20 @@ from psycopg import sql
 from psycopg.adapt import AdaptersMap
 from psycopg.types.datetime import TimestamptzLoader
 from psycopg.types.json import JsonbLoader
-from psycopg_pool import PoolTimeout
+from psycopg_pool import PoolClosed, PoolTimeout
 
 from conveyor.drivers.base import Capabilities
 from conveyor.drivers.sql import Migration, load_migrations, load_queries
 from conveyor.drivers.values import Values
-from conveyor.errors import ConfigurationError, DatabaseError, DuplicateJob, InvalidArgument
+from conveyor.errors import (
+    ConfigurationError,
+    DatabaseError,
+    DatabaseUnavailable,
+    DuplicateJob,
+    InvalidArgument,
+    StorageFull,
+    StorageReadOnly,
+)
 
 PACKAGE = "conveyor.drivers.postgres"
 _PARAM = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
@@ -151,7 +160,63 @@ def translated() -> Iterator[None]:
         raise DatabaseError(f"PostgreSQL unique violation: {exc}") from None
     except (pgerrors.DataException, pgerrors.NumericValueOutOfRange) as exc:
         raise InvalidArgument(f"PostgreSQL refused a value: {exc}") from None
+    except pgerrors.DiskFull as exc:
+        raise StorageFull(f"PostgreSQL is out of disk space: {one_line(exc)}") from None
+    except pgerrors.ReadOnlySqlTransaction as exc:
+        raise StorageReadOnly(f"PostgreSQL accepts no writes: {one_line(exc)}") from None
     except PoolTimeout as exc:
-        raise DatabaseError(f"no PostgreSQL connection available: {exc}") from None
+        raise DatabaseUnavailable(f"no PostgreSQL connection available: {exc}") from None
     except psycopg.Error as exc:
+        if unavailable(exc):
+            raise DatabaseUnavailable(f"PostgreSQL is unavailable: {one_line(exc)}") from None
         raise DatabaseError(f"PostgreSQL error: {exc}") from None
+
+
+# Seconds a pool keeps trying to replace a connection the server refused, backing off
+# (1 s, 2 s, ...), before it gives that attempt up; the next caller who finds no
+# connection starts a fresh one at once. Short, so that a server back from a restart is
+# found within a second or two, not after the pool's long backoff (minutes, by default).
+RECONNECT_TIMEOUT = 2.0
+# Seconds to wait for a pooled connection while the server is known to be unreachable,
+# rather than the pool's whole timeout: callers (an HTTP request, a worker's claim)
+# hear ``DatabaseUnavailable`` at once.
+DOWN_CHECKOUT_TIMEOUT = 1.0
+
+
+class OneLineLogs(logging.Filter):
+    """The pool's own log records on one line: psycopg's connection errors carry a
+    second, indented line ("Is the server running on that host ..."), which, once per
+    attempt while a server is down, fills a log with noise."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if "\n" in message:
+            record.msg, record.args = " ".join(message.split()), None
+        return True
+
+
+_POOL_LOG = logging.getLogger("psycopg.pool")
+if not any(isinstance(f, OneLineLogs) for f in _POOL_LOG.filters):
+    _POOL_LOG.addFilter(OneLineLogs())
+
+
+# The server is shutting down, starting up, or in recovery: class 57P, and 08 (the
+# connection failed or was lost).
+_UNAVAILABLE_STATES = ("57P01", "57P02", "57P03", "57P05")
+
+
+def unavailable(exc: BaseException) -> bool:
+    """Whether ``exc`` says the server cannot be reached (rather than refusing the
+    statement): a lost or refused connection, or a server shutting down or starting."""
+    if isinstance(exc, PoolClosed):  # the queue was closed: not the server's doing
+        return False
+    state = getattr(exc, "sqlstate", None)
+    if state is None:
+        return isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError)
+    return state.startswith("08") or state in _UNAVAILABLE_STATES
+
+
+def one_line(exc: BaseException) -> str:
+    """The first line of a driver's message (PostgreSQL adds DETAIL and HINT lines)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

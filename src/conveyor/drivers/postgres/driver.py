@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -21,15 +22,18 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from conveyor.drivers.base import Driver, Session
 from conveyor.drivers.operations import Operation
 from conveyor.drivers.postgres.dialect import (
+    DOWN_CHECKOUT_TIMEOUT,
+    RECONNECT_TIMEOUT,
     PostgresValues,
     in_own_block,
     notification,
+    one_line,
     read_as_conveyor,
     translated,
 )
 from conveyor.drivers.sql import Statements
 from conveyor.drivers.values import Row
-from conveyor.errors import DatabaseError, InvalidArgument
+from conveyor.errors import DatabaseUnavailable, InvalidArgument
 
 log = logging.getLogger("conveyor.postgres")
 
@@ -78,6 +82,7 @@ class PostgresDriver(PostgresValues, Driver):
         PostgresValues.__init__(self, conninfo, schema)
         self._listener: threading.Thread | None = None
         self._closing = threading.Event()
+        self._down_since: float | None = None  # the server was found unreachable
         self._pool = ConnectionPool(
             conninfo,
             min_size=pool_min,
@@ -85,6 +90,7 @@ class PostgresDriver(PostgresValues, Driver):
             kwargs={"autocommit": True},
             configure=self._configure,
             timeout=connect_timeout,
+            reconnect_timeout=RECONNECT_TIMEOUT,
             open=False,
             name=f"conveyor-{schema}",
         )
@@ -92,7 +98,7 @@ class PostgresDriver(PostgresValues, Driver):
             self._pool.open(wait=True, timeout=connect_timeout)
         except PoolTimeout:
             self._pool.close()
-            raise DatabaseError(
+            raise DatabaseUnavailable(
                 f"cannot connect to PostgreSQL at {self.describe()} within {connect_timeout:g}s"
                 f": {self._why_unreachable()}"
             ) from None
@@ -117,7 +123,12 @@ class PostgresDriver(PostgresValues, Driver):
             with self._caller_session(conn) as session:
                 yield session
             return
-        with translated(), self._pool.connection() as pooled, pooled.transaction():
+        with (
+            self._watching(),
+            translated(),
+            self._pool.connection(self._checkout_timeout()) as pooled,
+            pooled.transaction(),
+        ):
             session = _PostgresSession(pooled, self._queries)
             yield session
             session.send_notification(self.channel)
@@ -140,8 +151,8 @@ class PostgresDriver(PostgresValues, Driver):
         # Pool connections are in autocommit mode: the statement commits on its own, so
         # the connection is taken and given back without the transaction handling of
         # ``pool.connection()`` (a commit call and its lock): this is every enqueue's path.
-        with translated():
-            pooled = self._pool.getconn()
+        with self._watching(), translated():
+            pooled = self._pool.getconn(self._checkout_timeout())
             try:
                 cur = pooled.cursor(row_factory=dict_row)
                 cur.execute(statement, params)
@@ -151,6 +162,29 @@ class PostgresDriver(PostgresValues, Driver):
         if rows and payload is not None:
             self._announce()
         return rows
+
+    # -- an unreachable server -------------------------------------------------------
+    def _checkout_timeout(self) -> float | None:
+        """How long to wait for a pooled connection: the pool's timeout, but only a
+        moment while the server is known to be unreachable, so that callers (an HTTP
+        request, a worker's claim) hear ``DatabaseUnavailable`` at once rather than
+        after every reconnection attempt the pool makes meanwhile."""
+        return DOWN_CHECKOUT_TIMEOUT if self._down_since is not None else None
+
+    @contextmanager
+    def _watching(self) -> Iterator[None]:
+        """Note when the server becomes unreachable and when it answers again; on its
+        return, the pool drops the idle connections the outage broke (each would
+        otherwise fail one caller's operation)."""
+        try:
+            yield
+        except DatabaseUnavailable:
+            if self._down_since is None:
+                self._down_since = time.monotonic()
+            raise
+        if self._down_since is not None:
+            self._down_since = None
+            self._pool.check()
 
     @contextmanager
     def _caller_session(self, conn: Any) -> Iterator[Session]:
@@ -286,7 +320,7 @@ class PostgresDriver(PostgresValues, Driver):
                             self._announce()
             except psycopg.Error as exc:
                 ready.set()
-                log.warning("listener connection lost (%s); reconnecting", exc)
+                log.warning("listener connection lost (%s); reconnecting", one_line(exc))
                 self._closing.wait(delay)
                 delay = min(delay * 2, 5.0)
 

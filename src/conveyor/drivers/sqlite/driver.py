@@ -17,7 +17,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import datetime, timezone
 from functools import lru_cache
 from typing import Any
@@ -39,6 +39,8 @@ from conveyor.errors import (
     DatabaseError,
     DuplicateJob,
     InvalidArgument,
+    StorageFull,
+    StorageReadOnly,
 )
 
 log = logging.getLogger("conveyor.sqlite")
@@ -99,9 +101,26 @@ def _translation(exc: sqlite3.Error) -> ConveyorError:
         if "conveyor_jobs.queue, conveyor_jobs.key" in str(exc):
             return DuplicateJob("an active job with this key already exists")
         return DatabaseError(f"SQLite integrity error: {exc}")
+    primary = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+    if primary == _SQLITE_FULL or "database or disk is full" in str(exc):
+        return StorageFull(f"SQLite database or disk is full: {exc}")
+    if primary == _SQLITE_READONLY or "readonly database" in str(exc):
+        return StorageReadOnly(f"SQLite database is read-only: {exc}")
     if isinstance(exc, sqlite3.OperationalError) and ("locked" in str(exc) or "busy" in str(exc)):
         return DatabaseError(f"SQLite database is busy: {exc} (raise ?timeout=)")
     return DatabaseError(f"SQLite error: {exc}")
+
+
+def _roll_back(conn: sqlite3.Connection) -> None:
+    """End the connection's transaction, if any; a failure to (a transaction the
+    database already rolled back, a vanished file) leaves nothing to undo."""
+    with suppress(sqlite3.Error):
+        conn.rollback()
+
+
+# Primary result codes (https://sqlite.org/rescode.html): an extended code's low byte.
+_SQLITE_READONLY = 8
+_SQLITE_FULL = 13
 
 
 class SQLiteDriver(Driver):
@@ -111,7 +130,14 @@ class SQLiteDriver(Driver):
         one_round_trip=True, listen_notify=False, skip_locked=False, returning=True
     )
 
-    def __init__(self, path: str, *, synchronous: str = "full", timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        path: str,
+        *,
+        synchronous: str = "full",
+        timeout: float = 30.0,
+        max_pages: int | None = None,
+    ) -> None:
         super().__init__()
         if synchronous not in SYNCHRONOUS:
             raise ConfigurationError(
@@ -119,6 +145,7 @@ class SQLiteDriver(Driver):
             )
         self.path = path
         self._timeout = timeout
+        self._max_pages = max_pages
         self._queries = load_queries(_PACKAGE, _MACROS)
         self._migrations = load_migrations(_PACKAGE, _MACROS)
         # One writing connection per backend, shared by the threads of this process under
@@ -147,6 +174,12 @@ class SQLiteDriver(Driver):
         # Cancelling a job for its failed dependency cancels that job's own dependents:
         # the trigger that does it must fire for its own updates.
         conn.execute("PRAGMA recursive_triggers = ON")
+        if self._max_pages is not None:
+            # The file's size limit, in pages (SQLite's max_page_count, which holds
+            # for this connection only: every connection opened here sets it). A
+            # write that needs more raises StorageFull; pages freed by deletions
+            # are used again first.
+            conn.execute(f"PRAGMA max_page_count = {int(self._max_pages)}")
         return conn
 
     # -- sessions -------------------------------------------------------------------
@@ -167,10 +200,15 @@ class SQLiteDriver(Driver):
             try:
                 yield session
             except BaseException:
-                self._conn.rollback()
+                _roll_back(self._conn)
                 raise
-            with _translated():
+            try:
                 cur.execute("COMMIT")
+            except sqlite3.Error as exc:
+                # A COMMIT that fails (a full disk, a read-only file) leaves the
+                # transaction open: end it, or the connection's next BEGIN fails too.
+                _roll_back(self._conn)
+                raise _translation(exc) from None
         if session.queues_touched or session.jobs_finished:
             self._announce()
 

@@ -1,0 +1,375 @@
+"""A soak run: a steady stream of jobs enqueued over HTTP and drained by worker
+processes, for a long time, watching what should stay flat.
+
+    python -m benchmarks.soak --db sqlite:///soak.db --rate 50 --duration 300 --every 10
+
+Starts ``conveyor serve`` and ``--workers`` ``conveyor worker`` processes on the URL,
+enqueues ``--rate`` jobs a second through the server, and every ``--every`` seconds
+records: the workers' and the server's resident memory (RSS), the p99 of a claim (a
+probe claims one job of a queue of its own twice a second and times the call), the
+database's size on disk, the backlog and the jobs completed. Writes a CSV and a chart
+(PNG with matplotlib when it is installed, else an SVG drawn here) and prints a
+summary. Nothing is asserted: these are figures to read."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import httpx
+
+import conveyor
+
+REPO = Path(__file__).resolve().parents[1]
+APP = "benchmarks.worker_app:app"
+TASK, QUEUE = "bench.noop", "bench"
+PROBE_QUEUE = "soak-probe"
+COLUMNS = ["elapsed_s", "worker_rss_mb", "server_rss_mb", "claim_p99_ms", "claim_p50_ms",
+           "db_size_mb", "backlog", "completed", "enqueued", "enqueue_errors"]  # fmt: skip
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def rss_mb(pid: int) -> float:
+    """A process's resident memory (Linux /proc), in MB; 0 if it is gone."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def database_size_mb(url: str) -> float:
+    """The space the queue takes: the SQLite file with its WAL, or the conveyor tables
+    (with their indexes and TOAST) on PostgreSQL and MySQL."""
+    if url.startswith("sqlite"):
+        path = url.split("///", 1)[1].split("?", 1)[0]
+        return sum(os.path.getsize(p) for p in (path, path + "-wal") if os.path.exists(p)) / 1e6
+    parts = urlsplit(url)
+    query = dict(parse_qsl(parts.query))
+    if parts.scheme.startswith("postgres"):
+        import psycopg
+
+        schema = query.pop("schema", "public")
+        conninfo = urlunsplit(parts._replace(query=urlencode(query)))
+        with psycopg.connect(conninfo) as conn:
+            row = conn.execute(
+                "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c"
+                " JOIN pg_namespace n ON n.oid = c.relnamespace"
+                " WHERE n.nspname = %s AND c.relkind = 'r' AND c.relname LIKE 'conveyor%%'",
+                (schema,),
+            ).fetchone()
+        return float(row[0] if row else 0) / 1e6
+    import pymysql
+
+    from conveyor.drivers.mysql.dialect import Server
+
+    conn = pymysql.connect(**Server.from_url(url).connect_kwargs(10.0))
+    try:
+        with conn.cursor() as cur:
+            cur.execute(
+                "SELECT coalesce(sum(data_length + index_length), 0)"
+                " FROM information_schema.tables WHERE table_schema = DATABASE()"
+                " AND table_name LIKE 'conveyor%%'"
+            )
+            row = cur.fetchone()
+    finally:
+        conn.close()
+    return float(row[0] if row else 0) / 1e6
+
+
+def _percentile(values: list[float], p: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(p * (len(ordered) - 1)))]
+
+
+@dataclass
+class Probe:
+    """Times a claim twice a second, on a queue of its own, for as long as it runs."""
+
+    url: str
+    samples: list[float] = field(default_factory=list)
+    errors: int = 0
+    _stop: threading.Event = field(default_factory=threading.Event)
+
+    def run(self) -> None:
+        q = conveyor.connect(self.url, migrate=False)
+        try:
+            while not self._stop.wait(0.5):
+                try:
+                    q.enqueue("soak.probe", queue=PROBE_QUEUE)
+                    started = time.perf_counter()
+                    claim = q.claim(PROBE_QUEUE, limit=1, lease=30)
+                    took = time.perf_counter() - started
+                    for job in claim.jobs:
+                        q.complete(job.id, claim.id)
+                    self.samples.append(took * 1000)
+                except conveyor.ConveyorError:
+                    self.errors += 1
+        finally:
+            q.close()
+
+    def take(self) -> list[float]:
+        taken, self.samples = self.samples, []
+        return taken
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+def soak(url: str, *, rate: float, duration: float, every: float, workers: int,
+         concurrency: int, out: Path) -> list[dict[str, float]]:  # fmt: skip
+    q = conveyor.connect(url)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CONVEYOR_")}
+    logs = out.with_suffix(".logs")
+    logs.mkdir(parents=True, exist_ok=True)
+    port = _free_port()
+    procs: list[subprocess.Popen[bytes]] = []
+
+    def spawn(name: str, *args: str) -> subprocess.Popen[bytes]:
+        with open(logs / f"{name}.log", "ab") as log:
+            proc = subprocess.Popen([sys.executable, "-m", "conveyor", *args], cwd=REPO,
+                                    env=env, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+        procs.append(proc)
+        return proc
+
+    server = spawn("serve", "serve", "--db", url, "--port", str(port), "--log-level", "warning")
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
+                break
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    worker_procs = [spawn(f"worker-{n}", "worker", "--app", APP, "--db", url,
+                          "--concurrency", str(concurrency)) for n in range(workers)]  # fmt: skip
+    probe = Probe(url)
+    probing = threading.Thread(target=probe.run, daemon=True)
+    probing.start()
+    rows: list[dict[str, float]] = []
+    enqueued = errors = 0
+    started = time.monotonic()
+    next_sample = started + every
+    try:
+        with httpx.Client(base_url=base, timeout=10) as http:
+            while (now := time.monotonic()) - started < duration:
+                due = int((now - started) * rate)
+                while enqueued + errors < due:
+                    answer = http.post("/api/jobs", json={"task": TASK, "queue": QUEUE,
+                                                          "payload": {"i": enqueued}})  # fmt: skip
+                    if answer.status_code == 201:
+                        enqueued += 1
+                    else:
+                        errors += 1
+                if now >= next_sample:
+                    rows.append(_sample(q, url, now - started, worker_procs, server, probe,
+                                        enqueued, errors))  # fmt: skip
+                    print(_line(rows[-1]), flush=True)
+                    next_sample += every
+                time.sleep(min(0.02, max(0.0, next_sample - time.monotonic())))
+            rows.append(_sample(q, url, time.monotonic() - started, worker_procs, server,
+                                probe, enqueued, errors))  # the end of the run  # fmt: skip
+            print(_line(rows[-1]), flush=True)
+    finally:
+        probe.stop()
+        probing.join(5)
+        for proc in procs:
+            proc.send_signal(signal.SIGTERM)
+        for proc in procs:
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        q.close()
+    return rows
+
+
+def _sample(q: conveyor.Queue, url: str, elapsed: float, workers: list[subprocess.Popen[bytes]],
+            server: subprocess.Popen[bytes], probe: Probe, enqueued: int, errors: int,
+            ) -> dict[str, float]:  # fmt: skip
+    stats = q.stats(queue=QUEUE)
+    claims = probe.take()
+    return {
+        "elapsed_s": round(elapsed, 1),
+        "worker_rss_mb": round(max(rss_mb(p.pid) for p in workers), 1),
+        "server_rss_mb": round(rss_mb(server.pid), 1),
+        "claim_p99_ms": round(_percentile(claims, 0.99), 2),
+        "claim_p50_ms": round(_percentile(claims, 0.50), 2),
+        "db_size_mb": round(database_size_mb(url), 2),
+        "backlog": stats.pending + stats.running,
+        "completed": stats.completed,
+        "enqueued": enqueued,
+        "enqueue_errors": errors,
+    }
+
+
+def _line(row: dict[str, float]) -> str:
+    return (f"{row['elapsed_s']:>7.0f}s  worker {row['worker_rss_mb']:.0f} MB, server "
+            f"{row['server_rss_mb']:.0f} MB, claim p99 {row['claim_p99_ms']:.1f} ms, db "
+            f"{row['db_size_mb']:.1f} MB, backlog {row['backlog']:.0f}, completed "
+            f"{row['completed']:.0f}")  # fmt: skip
+
+
+def write_csv(rows: list[dict[str, float]], path: Path) -> None:
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+PANELS = (("worker and server RSS (MB)", ("worker_rss_mb", "server_rss_mb")),
+          ("claim p99 (ms)", ("claim_p99_ms",)),
+          ("database size (MB)", ("db_size_mb",)),
+          ("backlog (jobs)", ("backlog",)))  # fmt: skip
+LINE_COLOURS = ("#2b6cb0", "#dd6b20")
+
+
+def chart(rows: list[dict[str, float]], path: Path, title: str) -> Path:
+    """The four panels as a PNG (matplotlib) or, without it, an SVG; the file written."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        target = path.with_suffix(".svg")
+        target.write_text(svg_chart(rows, title))
+        return target
+    fig, axes = plt.subplots(2, 2, figsize=(10, 6))
+    minutes = [r["elapsed_s"] / 60 for r in rows]
+    for ax, (name, keys) in zip(axes.flat, PANELS, strict=True):
+        for key, colour in zip(keys, LINE_COLOURS, strict=False):
+            ax.plot(minutes, [r[key] for r in rows], color=colour, label=key)
+        ax.set_title(name, fontsize=9)
+        ax.set_xlabel("minutes", fontsize=8)
+        ax.set_ylim(bottom=0)
+        if len(keys) > 1:
+            ax.legend(fontsize=7)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    target = path.with_suffix(".png")
+    fig.savefig(target, dpi=110)
+    plt.close(fig)
+    return target
+
+
+def svg_chart(rows: list[dict[str, float]], title: str) -> str:
+    """Four small line charts in one SVG, drawn by hand."""
+    width, height, pw, ph = 960, 560, 400, 200
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+             f'font-family="sans-serif" font-size="11">',
+             f'<rect width="{width}" height="{height}" fill="white"/>',
+             f'<text x="{width / 2}" y="20" text-anchor="middle" font-size="13">'
+             f"{_esc(title)}</text>"]  # fmt: skip
+    span = max((r["elapsed_s"] for r in rows), default=1.0) or 1.0
+    for index, (name, keys) in enumerate(PANELS):
+        x0 = 60 + (index % 2) * (pw + 60)
+        y0 = 50 + (index // 2) * (ph + 60)
+        top = max((r[k] for r in rows for k in keys), default=1.0) * 1.15 or 1.0
+        parts.append(f'<text x="{x0}" y="{y0 - 8}" font-weight="bold">{_esc(name)}</text>')
+        parts.append(
+            f'<rect x="{x0}" y="{y0}" width="{pw}" height="{ph}" fill="none" stroke="#ccc"/>'
+        )
+        for tick in range(5):
+            value = top * tick / 4
+            y = y0 + ph - ph * tick / 4
+            parts.append(
+                f'<line x1="{x0}" x2="{x0 + pw}" y1="{y:.1f}" y2="{y:.1f}" stroke="#eee"/>'
+            )
+            parts.append(
+                f'<text x="{x0 - 5}" y="{y + 4:.1f}" text-anchor="end">{_tick(value)}</text>'
+            )
+        for tick in range(5):
+            x = x0 + pw * tick / 4
+            at = span * tick / 4
+            label = f"{at:.0f} s" if span < 120 else f"{at / 60:.3g} min"
+            parts.append(f'<text x="{x:.1f}" y="{y0 + ph + 15}" text-anchor="middle">'
+                         f"{label}</text>")  # fmt: skip
+        for k, (key, colour) in enumerate(zip(keys, LINE_COLOURS, strict=False)):
+            points = " ".join(f"{x0 + pw * r['elapsed_s'] / span:.1f},"
+                              f"{y0 + ph - ph * r[key] / top:.1f}" for r in rows)  # fmt: skip
+            parts.append(
+                f'<polyline points="{points}" fill="none" stroke="{colour}" stroke-width="1.8"/>'
+            )
+            if len(keys) > 1:  # a legend beside the panel's title
+                parts.append(f'<text x="{x0 + pw - 110 * k}" y="{y0 - 8}" text-anchor="end" '
+                             f'fill="{colour}">{_esc(key)}</text>')  # fmt: skip
+    parts.append("</svg>")
+    return "\n".join(parts) + "\n"
+
+
+def _tick(value: float) -> str:
+    return f"{value:.0f}" if value >= 10 else f"{value:.1f}"
+
+
+def _esc(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def summary(rows: list[dict[str, float]]) -> str:
+    if not rows:
+        return "no samples"
+    first, last = rows[0], rows[-1]
+    peak_p99 = max(r["claim_p99_ms"] for r in rows)
+    return (f"{last['elapsed_s'] / 60:.1f} min: {last['enqueued']:.0f} enqueued "
+            f"({last['enqueue_errors']:.0f} refused), {last['completed']:.0f} completed, backlog "
+            f"{last['backlog']:.0f}; worker RSS {first['worker_rss_mb']:.0f} -> "
+            f"{last['worker_rss_mb']:.0f} MB, server RSS {first['server_rss_mb']:.0f} -> "
+            f"{last['server_rss_mb']:.0f} MB; claim p99 {first['claim_p99_ms']:.1f} -> "
+            f"{last['claim_p99_ms']:.1f} ms (peak {peak_p99:.1f}); database "
+            f"{first['db_size_mb']:.1f} -> {last['db_size_mb']:.1f} MB")  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--db", default="sqlite:///soak.db", help="database URL")
+    parser.add_argument("--rate", type=float, default=50, help="jobs enqueued a second")
+    parser.add_argument("--duration", type=float, default=300, help="seconds")
+    parser.add_argument("--every", type=float, default=60, help="seconds between samples")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--out", default="soak", help="file name stem for the CSV and chart")
+    parser.add_argument("--title", default=None)
+    parser.add_argument("--drop", action="store_true", help="drop conveyor's tables after")
+    parser.add_argument("--redraw", metavar="CSV", help="only draw the chart of an earlier run")
+    args = parser.parse_args()
+    out = Path(args.out)
+    if args.redraw:
+        with open(args.redraw, newline="") as f:
+            rows = [{k: float(v) for k, v in row.items()} for row in csv.DictReader(f)]
+        print(f"wrote {chart(rows, out, args.title or 'soak')}")
+        return
+    rows = soak(args.db, rate=args.rate, duration=args.duration, every=args.every,
+                workers=args.workers, concurrency=args.concurrency, out=out)  # fmt: skip
+    write_csv(rows, out.with_suffix(".csv"))
+    title = args.title or f"soak: {args.rate:g} jobs/s for {args.duration / 60:g} min"
+    drawn = chart(rows, out, title)
+    print(summary(rows))
+    print(f"wrote {out.with_suffix('.csv')} and {drawn}")
+    if args.drop:
+        q = conveyor.connect(args.db, migrate=False)
+        q.drop_schema()
+        q.close()
+
+
+if __name__ == "__main__":
+    main()
