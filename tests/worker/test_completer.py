@@ -73,3 +73,27 @@ def test_endings_are_written_alone_once_no_claim_is_coming(tmp_path: Path) -> No
     assert completer.close(timeout=5.0)
     assert q.get(ending.job.id).status == Status.COMPLETED  # type: ignore[union-attr]
     q.close()
+
+
+def test_endings_a_claim_gave_back_are_written_without_waiting(tmp_path: Path) -> None:
+    q = conveyor.connect(f"sqlite:///{tmp_path / 'q.db'}", use_env=False)
+    rec = Recording(q)
+    written = threading.Event()
+    flushed: list[Flushed] = []
+
+    def on_flushed(f: Flushed) -> None:
+        flushed.append(f)
+        written.set()
+
+    completer = Completer(rec, on_flushed, hold=60.0, claim_soon=lambda: True)  # type: ignore[arg-type]
+    completer.start()
+    ending = claimed_ending(q)
+    assert completer.put(ending)
+    taken = completer.take()
+    assert taken == [ending]
+    completer.give_back(taken, doubtful=False)  # the claim could not write it
+    assert written.wait(30.0)  # not held for the next claim again
+    assert rec.reports == 1
+    assert flushed[0].statuses == {ending.job.id: Status.COMPLETED}
+    assert completer.close(timeout=5.0)
+    q.close()

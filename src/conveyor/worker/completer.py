@@ -90,6 +90,7 @@ class Completer:
         self._inbox: list[Outcome] = []
         self._outstanding = 0  # queued or being written (here, or with a claim)
         self._doubtful: set[int] = set()  # endings whose earlier write may have committed
+        self._given_back = False  # a claim could not write the queued endings: no holding
         self._cond = threading.Condition()
         self._closing = False
         self._give_up_at: float | None = None
@@ -148,6 +149,7 @@ class Completer:
             if doubtful:
                 self._doubtful.update(id(o) for o in batch)
             self._inbox[:0] = batch
+            self._given_back = True
             self._cond.notify()
 
     def _doubted(self, batch: list[Outcome]) -> bool:
@@ -186,6 +188,7 @@ class Completer:
                 self._hold_for_claim()
                 batch = self._inbox[: self.max_batch]
                 del self._inbox[: self.max_batch]
+                self._given_back = False
             if not batch:  # a claim took them meanwhile
                 continue
             try:
@@ -199,8 +202,9 @@ class Completer:
         """While the claim loop is about to claim, leave the endings for it: they ride in
         the claim's transaction (one commit for both) instead of a commit of their own.
         Held for at most ``hold`` seconds, and only while ``claim_soon`` says a claim is
-        coming; called with the lock held."""
-        if self._claim_soon is None or self.hold <= 0:
+        coming; never for endings a claim gave back (it could not write them: written
+        here, one by one if need be, they are found out). Called with the lock held."""
+        if self._claim_soon is None or self.hold <= 0 or self._given_back:
             return
         until = time.monotonic() + self.hold
         while self._inbox and len(self._inbox) < self.max_batch and not self._closing:
