@@ -50,6 +50,31 @@ def test_step_by_step_migration_equals_a_fresh_schema(fresh: tuple[str, str]) ->
         assert job.task == "t" and job.errors == () and job.group is None
 
 
+def test_the_latest_migration_upgrades_a_queue_in_use(fresh: tuple[str, str]) -> None:
+    """A database one migration behind, with jobs in every state, upgraded in place: the
+    counts, the claimable jobs and the running claims are as they were."""
+    url, _ = fresh
+    with conveyor.connect(url, migrate=False) as q:
+        latest = q.driver.latest_version()
+        q.migrate(target=latest - 1)
+        done, failed, cancelled, running = (q.enqueue("t", queue="q").id for _ in range(4))
+        claims = {job_id: q.claim_job(job_id).id for job_id in (done, failed, running)}
+        q.complete(done, claims[done], result=1)
+        q.fail(failed, claims[failed], "boom", retryable=False)
+        q.cancel(cancelled)
+        waiting = q.enqueue("t", queue="q").id
+        before = q.stats("q")
+    with conveyor.connect(url) as q:
+        assert q.driver.schema_version() == latest
+        assert q.stats("q") == before
+        assert (before.pending, before.running, before.completed) == (1, 1, 1)
+        assert (before.failed, before.cancelled) == (1, 1)
+        assert q.heartbeat(running, claims[running]).id == running  # the claim still holds
+        assert [j.id for j in q.claim("q", limit=10).jobs] == [waiting]
+        q.complete(running, claims[running])
+        assert q.stats("q").completed == 2
+
+
 def _insert_a_version_1_job(url: str) -> None:
     """A job as the first schema stored it, written with the database's own driver."""
     columns = "(queue, task, priority, run_at, max_attempts, created_at, updated_at)"

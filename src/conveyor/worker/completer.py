@@ -76,16 +76,21 @@ class Completer:
         *,
         max_batch: int = 1000,
         linger: float = 0.002,
+        hold: float = 0.0,
+        claim_soon: Callable[[], bool] | None = None,
         on_db_error: Callable[[DatabaseError], None] | None = None,
     ) -> None:
         self.queue = queue
         self.max_batch = max_batch
         self.linger = linger
+        self.hold = hold
+        self._claim_soon = claim_soon
         self._on_flushed = on_flushed
         self._on_db_error = on_db_error
         self._inbox: list[Outcome] = []
         self._outstanding = 0  # queued or being written (here, or with a claim)
         self._doubtful: set[int] = set()  # endings whose earlier write may have committed
+        self._given_back = False  # a claim could not write the queued endings: no holding
         self._cond = threading.Condition()
         self._closing = False
         self._give_up_at: float | None = None
@@ -109,6 +114,11 @@ class Completer:
     def outstanding(self) -> int:
         return self._outstanding
 
+    @property
+    def writing(self) -> int:
+        """Endings being written on their own (taken from the queue, not yet written)."""
+        return self._outstanding - len(self._inbox)
+
     # -- endings written with a claim ---------------------------------------------------
     # The claim loop takes the endings waiting here and writes them in the transaction
     # of its next claim (one commit per batch instead of two); it then hands the result
@@ -119,6 +129,8 @@ class Completer:
                 return []
             batch = self._inbox[: self.max_batch]
             del self._inbox[: self.max_batch]
+            if batch:
+                self._cond.notify_all()  # a writer holding them for this claim: done
             return batch
 
     def finish(self, batch: list[Outcome], statuses: dict[int, Status]) -> None:
@@ -137,6 +149,7 @@ class Completer:
             if doubtful:
                 self._doubtful.update(id(o) for o in batch)
             self._inbox[:0] = batch
+            self._given_back = True
             self._cond.notify()
 
     def _doubted(self, batch: list[Outcome]) -> bool:
@@ -172,8 +185,10 @@ class Completer:
                     if left <= 0:
                         break
                     self._cond.wait(left)
+                self._hold_for_claim()
                 batch = self._inbox[: self.max_batch]
                 del self._inbox[: self.max_batch]
+                self._given_back = False
             if not batch:  # a claim took them meanwhile
                 continue
             try:
@@ -182,6 +197,21 @@ class Completer:
                 with self._cond:
                     self._outstanding -= len(batch)
                     self._cond.notify_all()
+
+    def _hold_for_claim(self) -> None:
+        """While the claim loop is about to claim, leave the endings for it: they ride in
+        the claim's transaction (one commit for both) instead of a commit of their own.
+        Held for at most ``hold`` seconds, and only while ``claim_soon`` says a claim is
+        coming; never for endings a claim gave back (it could not write them: written
+        here, one by one if need be, they are found out). Called with the lock held."""
+        if self._claim_soon is None or self.hold <= 0 or self._given_back:
+            return
+        until = time.monotonic() + self.hold
+        while self._inbox and len(self._inbox) < self.max_batch and not self._closing:
+            left = until - time.monotonic()
+            if left <= 0 or not self._claim_soon():
+                return
+            self._cond.wait(min(left, 0.01))
 
     def _write(self, batch: list[Outcome]) -> Flushed:
         failures = 0

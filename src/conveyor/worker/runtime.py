@@ -59,6 +59,7 @@ from conveyor.worker.stats import WorkerStats
 from conveyor.worker.timing import (
     DEFAULT_GRACE,
     DEFAULT_LEASE,
+    ENDINGS_HOLD,
     FLOW_REFRESH,
     MIN_POLL,
     PACE_WINDOW,
@@ -150,6 +151,7 @@ class Worker:
         self._controlled: set[str] = set()  # queues under flow control: none claimed ahead
         self._flow_read_at = -FLOW_REFRESH
         self._accepting = True  # endings still go to the completer (until shutdown)
+        self._more_work = False  # the last claim filled its room: the queues hold more
 
     @property
     def lease(self) -> float:
@@ -201,7 +203,10 @@ class Worker:
         max_poll = t.max_poll(hears_others(q))
         self._wakeup = Wakeup(q, min_poll=min(MIN_POLL, max_poll), max_poll=max_poll)
         self._pool = TaskPool(self._ended, slots=self.concurrency)
-        self._completer = Completer(q, self._written, on_db_error=self._db_error)
+        self._completer = Completer(
+            q, self._written, hold=ENDINGS_HOLD, claim_soon=self._claim_soon,
+            on_db_error=self._db_error,
+        )  # fmt: skip
         self._heartbeater = Heartbeater(
             q,
             self._held,
@@ -261,6 +266,7 @@ class Worker:
             idle = self._held.empty()  # before the claim: see the burst check below
             self._wakeup.arm()
             jobs, error = self._claim(q, room)
+            self._more_work = error is None and len(jobs) >= room
             if jobs:
                 self._accept(q, jobs)
                 self._wakeup.found_work()
@@ -288,14 +294,26 @@ class Worker:
         """How many jobs to claim now; 0 while enough are waiting for a slot.
 
         Claims come in batches: while more than half the prefetch still waits, the next
-        claim can wait too. Endings waiting to be written still hold claims: when the
-        database is slow to take them, claiming more would only pile up work that
-        cannot be recorded."""
+        claim can wait too. Endings being written on their own still hold claims: when
+        the database is slow to take them, claiming more would only pile up work that
+        cannot be recorded. (Endings waiting in the completer's queue do not: the claim
+        writes them.)"""
         ahead = self._ahead()
         if self._pool.waiting > ahead // 2:
             return 0
-        backlog = max(0, self._completer.outstanding - self.concurrency)
+        backlog = max(0, self._completer.writing - self.concurrency)
         return self.concurrency + ahead - self._held.in_hand - backlog
+
+    def _claim_soon(self) -> bool:
+        """Whether the claim loop will claim within about ``ENDINGS_HOLD`` (asked by the
+        completer, which then leaves the waiting endings to ride with that claim): the
+        queues held more at the last claim, and the jobs waiting for a slot will soon
+        fall to the low-water mark at the pace tasks end (a slower worker, whose next
+        claim is far off, writes its endings at once)."""
+        if self._stopping.is_set() or not self._more_work:
+            return False
+        above = self._pool.waiting - self._low_water
+        return above <= 0 or above <= self._pace.rate * ENDINGS_HOLD
 
     @property
     def _low_water(self) -> int:

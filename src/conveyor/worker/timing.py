@@ -18,6 +18,9 @@ MIN_POLL = 0.025  # right after work, an idle worker looks again this soon
 TIMEOUT_CHECK = 0.1  # how often running tasks are checked against their timeout
 PACE_WINDOW = 0.1  # by default, jobs are claimed ahead to cover about this long of work
 PACE_SAMPLE = 0.05  # the pace is measured over spans at least this long
+# A busy worker's endings wait up to this long for the next claim, to be written in its
+# transaction rather than in one of their own.
+ENDINGS_HOLD = 0.05
 FLOW_REFRESH = 2.0  # how often the worker re-reads which queues have flow control
 
 
@@ -36,6 +39,11 @@ class Pace:
         if span >= PACE_SAMPLE:
             self._rate = 0.5 * self._rate + 0.5 * (total - self._count) / span
             self._count, self._since = total, now
+        return self._rate
+
+    @property
+    def rate(self) -> float:
+        """The pace as last measured (read from any thread)."""
         return self._rate
 
 

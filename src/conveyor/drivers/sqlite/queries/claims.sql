@@ -15,9 +15,13 @@ SET status = 'running',
     updated_at = {now}
 WHERE id IN (
     -- The unary + keeps the planner on the claimable index, in claim order: driven by
-    -- run_at it would sort every due job to take the first few.
+    -- run_at it would sort every due job to take the first few. SQLite uses a partial
+    -- index only when the query names its condition as written (status = 'pending'; the
+    -- guard's status IN ('pending') does not match it): without that term the claim
+    -- walked the status index over every pending job and sorted them all.
     SELECT id FROM conveyor_jobs
-    WHERE queue = :queue AND status IN {from_claim} AND waiting_for = 0 AND +run_at <= {now}
+    WHERE queue = :queue AND status IN {from_claim} AND status = 'pending'
+      AND waiting_for = 0 AND +run_at <= {now}
     ORDER BY priority, id
     LIMIT :limit)
   AND NOT EXISTS (SELECT 1 FROM conveyor_queues AS c WHERE c.queue = :queue AND c.controlled)
