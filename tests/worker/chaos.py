@@ -15,6 +15,7 @@ import re
 import signal
 import socket
 import tempfile
+import threading
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -28,7 +29,10 @@ TASK = "chaos.work"
 PG_APP_NAME = "conveyor_chaos_worker"
 # Jobs added when every job is done but no stale write was refused yet, and how often.
 _TOP_UP = 500
-_MAX_TOP_UPS = 10
+_MAX_TOP_UPS = 20
+# At least this many workers are SIGKILLed in a run: a drain that finishes sooner gets
+# more work until they have been.
+MIN_KILLS = 5
 
 
 @dataclass
@@ -190,17 +194,20 @@ class Chaos:
         """One look at the run, and the next blow."""
         stats = q.stats()
         if stopped is None and stats.completed + stats.failed + stats.cancelled >= self.jobs:
-            if self._refused_any() or self.report.top_ups >= _MAX_TOP_UPS:
+            enough = self._refused_any() and self.report.kills >= MIN_KILLS
+            if enough or self.report.top_ups >= _MAX_TOP_UPS:
                 return stopped, next_kill, next_stop, next_cut, True
             # A resumed worker often learns from its heartbeat that its lease is
             # gone and drops its endings itself, so no stale write reaches the
             # database. Go on with more work until one does (the guard is what is
-            # under test), freezing a worker again at once.
+            # under test), freezing a worker again at once; and until enough
+            # workers were killed mid-drain.
             self._enqueue(q, self.jobs, _TOP_UP)
             self.jobs += _TOP_UP
             self.report.jobs = self.jobs
             self.report.top_ups += 1
-            next_stop = now
+            if not self._refused_any():
+                next_stop = now
             return stopped, next_kill, next_stop, next_cut, False
         running = q.jobs(status="running", limit=1000)
         if now >= next_kill:
@@ -222,6 +229,12 @@ class Chaos:
                 target.signal(signal.SIGSTOP)
                 self.report.stops += 1
                 stopped = (target, now + 3 * self.lease)
+                # Resumed on time even while this loop waits on a lock the frozen worker
+                # holds (a read that folds counts on MySQL, a write on SQLite): the loop
+                # must not lengthen the freeze, nor stop killing for as long.
+                wake = threading.Timer(3 * self.lease, target.signal, (signal.SIGCONT,))
+                wake.daemon = True
+                wake.start()
         if self.terminate_every and now >= next_cut:
             self.report.connections_terminated += _terminate_pg_connections(q)
             next_cut = now + self.terminate_every * self.rng.uniform(0.6, 1.4)

@@ -14,7 +14,7 @@ import conveyor
 from conveyor import App, Context
 from conveyor.job import Status
 from tests.conftest import PG_URL
-from tests.worker.chaos import Chaos
+from tests.worker.chaos import MIN_KILLS, Chaos
 from tests.worker.conftest import running
 from tests.worker.procs import wait_for
 
@@ -27,7 +27,7 @@ def test_chaos_every_job_completes_exactly_once(
     report = Chaos(db_url, tmp_path, backend=backend_name, terminate_every=cut).run()
     print(report.summary())
     assert report.problems == []
-    assert report.kills >= 5 and report.stops >= 1 and report.stale_refused >= 1
+    assert report.kills >= MIN_KILLS and report.stops >= 1 and report.stale_refused >= 1
     if cut:
         assert report.connections_terminated >= 1
 
