@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager, suppress
 from typing import Any
@@ -19,7 +18,6 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from conveyor.drivers.aio import AsyncDriver, AsyncSession
 from conveyor.drivers.operations import Operation
 from conveyor.drivers.postgres.dialect import (
-    DOWN_CHECKOUT_TIMEOUT,
     RECONNECT_TIMEOUT,
     PostgresValues,
     in_own_block,
@@ -82,7 +80,6 @@ class AsyncPostgresDriver(PostgresValues, AsyncDriver):
         PostgresValues.__init__(self, conninfo, schema)
         self._connect_timeout = connect_timeout
         self._listener: asyncio.Task[None] | None = None
-        self._down_since: float | None = None  # the server was found unreachable
         self._pool = AsyncConnectionPool(
             conninfo,
             min_size=pool_min,
@@ -152,11 +149,6 @@ class AsyncPostgresDriver(PostgresValues, AsyncDriver):
         return rows
 
     # -- an unreachable server -------------------------------------------------------
-    def _checkout_timeout(self) -> float | None:
-        """The pool's timeout, but only a moment while the server is known to be
-        unreachable (as the synchronous driver does)."""
-        return DOWN_CHECKOUT_TIMEOUT if self._down_since is not None else None
-
     @asynccontextmanager
     async def _watching(self) -> AsyncIterator[None]:
         """Note when the server becomes unreachable and when it answers again; on its
@@ -164,11 +156,10 @@ class AsyncPostgresDriver(PostgresValues, AsyncDriver):
         try:
             yield
         except DatabaseUnavailable:
-            if self._down_since is None:
-                self._down_since = time.monotonic()
+            self._down = True
             raise
-        if self._down_since is not None:
-            self._down_since = None
+        if self._down:
+            self._down = False
             await self._pool.check()
 
     @asynccontextmanager

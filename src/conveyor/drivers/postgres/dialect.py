@@ -83,6 +83,17 @@ class PostgresValues(Values):
         self._migrations: list[Migration] = load_migrations(PACKAGE, macros)
         self.channel = f"conveyor_{schema}"[:63]
 
+    # Whether the server is known to be unreachable: set and cleared by the drivers'
+    # ``_watching`` around each operation.
+    _down = False
+
+    def _checkout_timeout(self) -> float | None:
+        """How long to wait for a pooled connection: the pool's timeout, but only a
+        moment while the server is known to be unreachable, so that callers (an HTTP
+        request, a worker's claim) hear ``DatabaseUnavailable`` at once rather than
+        after every reconnection attempt the pool makes meanwhile."""
+        return DOWN_CHECKOUT_TIMEOUT if self._down else None
+
     def encode_time(self, value: datetime) -> str:
         return value.astimezone(timezone.utc).isoformat()
 

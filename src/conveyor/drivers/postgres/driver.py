@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -22,7 +21,6 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from conveyor.drivers.base import Driver, Session
 from conveyor.drivers.operations import Operation
 from conveyor.drivers.postgres.dialect import (
-    DOWN_CHECKOUT_TIMEOUT,
     RECONNECT_TIMEOUT,
     PostgresValues,
     in_own_block,
@@ -82,7 +80,6 @@ class PostgresDriver(PostgresValues, Driver):
         PostgresValues.__init__(self, conninfo, schema)
         self._listener: threading.Thread | None = None
         self._closing = threading.Event()
-        self._down_since: float | None = None  # the server was found unreachable
         self._pool = ConnectionPool(
             conninfo,
             min_size=pool_min,
@@ -164,13 +161,6 @@ class PostgresDriver(PostgresValues, Driver):
         return rows
 
     # -- an unreachable server -------------------------------------------------------
-    def _checkout_timeout(self) -> float | None:
-        """How long to wait for a pooled connection: the pool's timeout, but only a
-        moment while the server is known to be unreachable, so that callers (an HTTP
-        request, a worker's claim) hear ``DatabaseUnavailable`` at once rather than
-        after every reconnection attempt the pool makes meanwhile."""
-        return DOWN_CHECKOUT_TIMEOUT if self._down_since is not None else None
-
     @contextmanager
     def _watching(self) -> Iterator[None]:
         """Note when the server becomes unreachable and when it answers again; on its
@@ -179,11 +169,10 @@ class PostgresDriver(PostgresValues, Driver):
         try:
             yield
         except DatabaseUnavailable:
-            if self._down_since is None:
-                self._down_since = time.monotonic()
+            self._down = True
             raise
-        if self._down_since is not None:
-            self._down_since = None
+        if self._down:
+            self._down = False
             self._pool.check()
 
     @contextmanager
