@@ -17,7 +17,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -26,7 +25,7 @@ import httpx
 
 import conveyor
 from tests.faults.servers import ThrowawayMariaDB, ThrowawayPostgres, free_port
-from tests.worker.procs import REPO, WorkerProcess, effects, wait_for
+from tests.worker.procs import REPO, WorkerProcess, audit_runs, effects, wait_for
 
 APP = "tests.worker.apps:chaos"
 TASK = "chaos.work"
@@ -236,26 +235,8 @@ class Restart:
         r = self.report
         q = conveyor.connect(self.server.url, migrate=False)
         try:
-            stats = q.stats()
-            if stats.completed != self.jobs or stats.running or stats.pending or stats.failed:
-                r.problems.append(f"expected {self.jobs} completed and nothing else, got {stats}")
-            runs: dict[int, list[str]] = defaultdict(list)
-            for line in effects(self.effects):
-                job_id, claim = line.split()
-                runs[int(job_id)].append(claim)
-            r.runs_recorded = sum(len(v) for v in runs.values())
-            after = 0
-            while batch := q.jobs(limit=1000, after=after):
-                for job in batch:
-                    claims = runs.get(job.id, [])
-                    if job.status == "completed" and claims.count(job.claim_id or "") != 1:
-                        r.problems.append(
-                            f"job {job.id} completed by claim {job.claim_id}, which ran "
-                            f"{claims.count(job.claim_id or '')} time(s)"
-                        )
-                    if len(claims) != len(set(claims)):
-                        r.problems.append(f"job {job.id}: a claim ran twice: {claims}")
-                after = batch[-1].id
+            problems, r.runs_recorded = audit_runs(q, self.jobs, self.effects)
+            r.problems += problems
         finally:
             q.close()
         if r.answers_while_down.keys() - {"database_unavailable"}:

@@ -17,12 +17,11 @@ import socket
 import tempfile
 import threading
 import time
-from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import conveyor
-from tests.worker.procs import WorkerProcess, effects
+from tests.worker.procs import WorkerProcess, audit_runs
 
 APP = "tests.worker.apps:chaos"
 TASK = "chaos.work"
@@ -256,26 +255,8 @@ class Chaos:
     # -- auditing ---------------------------------------------------------------------
     def _audit(self, q: conveyor.Queue) -> None:
         r = self.report
-        stats = q.stats()
-        if stats.completed != self.jobs or stats.running or stats.pending or stats.failed:
-            r.problems.append(f"expected {self.jobs} completed and nothing else, got {stats}")
-        runs: dict[int, list[str]] = defaultdict(list)
-        for line in effects(self.effects):
-            job_id, claim = line.split()
-            runs[int(job_id)].append(claim)
-        r.runs_recorded = sum(len(v) for v in runs.values())
-        after = 0
-        while batch := q.jobs(limit=1000, after=after):
-            for job in batch:
-                claims = runs.get(job.id, [])
-                if job.status == "completed" and claims.count(job.claim_id or "") != 1:
-                    r.problems.append(
-                        f"job {job.id} completed by claim {job.claim_id}, which ran "
-                        f"{claims.count(job.claim_id or '')} time(s)"
-                    )
-                if len(claims) != len(set(claims)):
-                    r.problems.append(f"job {job.id}: a claim ran twice: {claims}")
-            after = batch[-1].id
+        problems, r.runs_recorded = audit_runs(q, self.jobs, self.effects)
+        r.problems += problems
         r.stale_refused = self._count_logs(r"refused stale write")
         r.leases_lost = self._count_logs(r"WARNING conveyor\.worker: job \d+: claim lost")
         if r.stale_refused < 1:

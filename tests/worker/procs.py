@@ -7,9 +7,11 @@ import signal
 import subprocess
 import sys
 import time
+from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
 
+import conveyor
 from tests.worker.apps import EFFECTS_ENV
 
 REPO = Path(__file__).resolve().parents[2]
@@ -79,6 +81,33 @@ def wait_for(condition: Callable[[], bool], timeout: float, every: float = 0.05)
 
 def effects(path: Path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
+
+
+def audit_runs(q: conveyor.Queue, jobs: int, effects_path: Path) -> tuple[list[str], int]:
+    """Check a drain of ``jobs`` jobs whose task wrote "<job id> <claim id>" per run to
+    ``effects_path``: every job completed, each by a claim that ran exactly once, and no
+    claim ran twice. The problems found, and how many runs were recorded."""
+    problems: list[str] = []
+    stats = q.stats()
+    if stats.completed != jobs or stats.running or stats.pending or stats.failed:
+        problems.append(f"expected {jobs} completed and nothing else, got {stats}")
+    runs: dict[int, list[str]] = defaultdict(list)
+    for line in effects(effects_path):
+        job_id, claim = line.split()
+        runs[int(job_id)].append(claim)
+    after = 0
+    while batch := q.jobs(limit=1000, after=after):
+        for job in batch:
+            claims = runs.get(job.id, [])
+            if job.status == "completed" and claims.count(job.claim_id or "") != 1:
+                problems.append(
+                    f"job {job.id} completed by claim {job.claim_id}, which ran "
+                    f"{claims.count(job.claim_id or '')} time(s)"
+                )
+            if len(claims) != len(set(claims)):
+                problems.append(f"job {job.id}: a claim ran twice: {claims}")
+        after = batch[-1].id
+    return problems, sum(len(v) for v in runs.values())
 
 
 def start_worker(
