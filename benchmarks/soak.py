@@ -1,13 +1,19 @@
 """A soak run: a steady stream of jobs enqueued over HTTP and drained by worker
 processes, for a long time, watching what should stay flat.
 
-    python -m benchmarks.soak --db sqlite:///soak.db --rate 50 --duration 300 --every 10
+    python -m benchmarks.soak --db sqlite:///soak.db --rate half --retention 300 \
+        --duration 3600 --every 60
 
 Starts ``conveyor serve`` and ``--workers`` ``conveyor worker`` processes on the URL,
-enqueues ``--rate`` jobs a second through the server, and every ``--every`` seconds
+enqueues ``--rate`` jobs a second through the server (in one batch request per tick), and
+every ``--every`` seconds
 records: the workers' and the server's resident memory (RSS), the p99 of a claim (a
 probe claims one job of a queue of its own twice a second and times the call), the
-database's size on disk, the backlog and the jobs completed. Writes a CSV and a chart
+database's size on disk, the backlog and the jobs completed. ``--rate half`` first
+measures the maximum for ``--calibrate`` seconds (enqueueing as fast as the server takes
+batches while the workers drain; the rate the jobs complete) and then soaks at half of
+it. ``--retention SECONDS`` stores a policy keeping completed and failed jobs that long,
+which the workers apply while the load runs. Writes a CSV and a chart
 (PNG with matplotlib when it is installed, else an SVG drawn here) and prints a
 summary. Nothing is asserted: these are figures to read."""
 
@@ -135,9 +141,44 @@ class Probe:
         self._stop.set()
 
 
-def soak(url: str, *, rate: float, duration: float, every: float, workers: int,
-         concurrency: int, out: Path) -> list[dict[str, float]]:  # fmt: skip
+BATCH = 1000  # jobs in one enqueue request at most
+
+
+def calibrate(http: httpx.Client, q: conveyor.Queue, seconds: float) -> float:
+    """The most jobs a second the set-up enqueues and completes together: batches sent
+    as fast as the server answers while the workers drain, for ``seconds``; the rate
+    measured from the completions (the backlog left is drained before the soak)."""
+    sent = 0
+    before = q.stats(queue=QUEUE).completed
+    started = time.monotonic()
+    while time.monotonic() - started < seconds:
+        if q.stats(queue=QUEUE).pending > 20 * BATCH:  # enough waiting: let the drain catch up
+            time.sleep(0.05)
+            continue
+        answer = http.post("/api/jobs/batch", json=_batch(sent, BATCH))
+        sent += BATCH if answer.status_code == 201 else 0
+    took = time.monotonic() - started
+    measured = (q.stats(queue=QUEUE).completed - before) / took
+    deadline = time.monotonic() + 120
+    while q.stats(queue=QUEUE).pending and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return measured
+
+
+def _batch(first: int, n: int) -> dict[str, object]:
+    jobs = [{"task": TASK, "payload": {"i": first + i}} for i in range(n)]
+    return {"queue": QUEUE, "jobs": jobs, "ids_only": True}
+
+
+def soak(url: str, *, rate: float | None, duration: float, every: float, workers: int,
+         concurrency: int, out: Path, retention: float | None = None,
+         calibration: float = 60.0) -> tuple[list[dict[str, float]], float]:  # fmt: skip
+    """The samples, and the rate the run held (``rate``, or half the one measured)."""
     q = conveyor.connect(url)
+    if retention is not None:
+        for status in ("completed", "failed"):
+            for queue in (QUEUE, PROBE_QUEUE):
+                q.set_retention(status, retention, queue=queue)
     env = {k: v for k, v in os.environ.items() if not k.startswith("CONVEYOR_")}
     logs = out.with_suffix(".logs")
     logs.mkdir(parents=True, exist_ok=True)
@@ -167,25 +208,29 @@ def soak(url: str, *, rate: float, duration: float, every: float, workers: int,
     probing.start()
     rows: list[dict[str, float]] = []
     enqueued = errors = 0
-    started = time.monotonic()
-    next_sample = started + every
     try:
-        with httpx.Client(base_url=base, timeout=10) as http:
+        with httpx.Client(base_url=base, timeout=30) as http:
+            if rate is None:
+                maximum = calibrate(http, q, calibration)
+                rate = maximum / 2
+                print(f"measured maximum {maximum:,.0f} jobs/s; soaking at {rate:,.0f}", flush=True)
+            started = time.monotonic()
+            next_sample = started + every
             while (now := time.monotonic()) - started < duration:
                 due = int((now - started) * rate)
                 while enqueued + errors < due:
-                    answer = http.post("/api/jobs", json={"task": TASK, "queue": QUEUE,
-                                                          "payload": {"i": enqueued}})  # fmt: skip
+                    n = min(BATCH, due - enqueued - errors)
+                    answer = http.post("/api/jobs/batch", json=_batch(enqueued, n))
                     if answer.status_code == 201:
-                        enqueued += 1
+                        enqueued += n
                     else:
-                        errors += 1
+                        errors += n
                 if now >= next_sample:
                     rows.append(_sample(q, url, now - started, worker_procs, server, probe,
                                         enqueued, errors))  # fmt: skip
                     print(_line(rows[-1]), flush=True)
                     next_sample += every
-                time.sleep(min(0.02, max(0.0, next_sample - time.monotonic())))
+                time.sleep(min(0.05, max(0.0, next_sample - time.monotonic())))
             rows.append(_sample(q, url, time.monotonic() - started, worker_procs, server,
                                 probe, enqueued, errors))  # the end of the run  # fmt: skip
             print(_line(rows[-1]), flush=True)
@@ -200,7 +245,7 @@ def soak(url: str, *, rate: float, duration: float, every: float, workers: int,
             except subprocess.TimeoutExpired:
                 proc.kill()
         q.close()
-    return rows
+    return rows, rate
 
 
 def _sample(q: conveyor.Queue, url: str, elapsed: float, workers: list[subprocess.Popen[bytes]],
@@ -342,7 +387,22 @@ def summary(rows: list[dict[str, float]]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--db", default="sqlite:///soak.db", help="database URL")
-    parser.add_argument("--rate", type=float, default=50, help="jobs enqueued a second")
+    parser.add_argument(
+        "--rate", default="50", help="jobs enqueued a second, or 'half': half the measured maximum"
+    )
+    parser.add_argument(
+        "--calibrate",
+        type=float,
+        default=60,
+        help="seconds measuring the maximum, with --rate half",
+    )
+    parser.add_argument(
+        "--retention",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="keep completed and failed jobs this long (a stored policy)",
+    )
     parser.add_argument("--duration", type=float, default=300, help="seconds")
     parser.add_argument("--every", type=float, default=60, help="seconds between samples")
     parser.add_argument("--workers", type=int, default=2)
@@ -358,10 +418,13 @@ def main() -> None:
             rows = [{k: float(v) for k, v in row.items()} for row in csv.DictReader(f)]
         print(f"wrote {chart(rows, out, args.title or 'soak')}")
         return
-    rows = soak(args.db, rate=args.rate, duration=args.duration, every=args.every,
-                workers=args.workers, concurrency=args.concurrency, out=out)  # fmt: skip
+    rate = None if args.rate == "half" else float(args.rate)
+    rows, held = soak(args.db, rate=rate, duration=args.duration, every=args.every,
+                      workers=args.workers, concurrency=args.concurrency, out=out,
+                      retention=args.retention, calibration=args.calibrate)  # fmt: skip
     write_csv(rows, out.with_suffix(".csv"))
-    title = args.title or f"soak: {args.rate:g} jobs/s for {args.duration / 60:g} min"
+    kept = "" if args.retention is None else f", finished jobs kept {args.retention:g} s"
+    title = args.title or f"soak: {held:,.0f} jobs/s for {args.duration / 60:g} min{kept}"
     drawn = chart(rows, out, title)
     print(summary(rows))
     print(f"wrote {out.with_suffix('.csv')} and {drawn}")

@@ -221,3 +221,26 @@ def test_a_stopping_worker_ends_its_pass_between_batches(q: Any) -> None:
     stopping.set()
     assert RetentionPruner(q, batch=2, stopping=stopping).run_once() == 2
     assert RetentionPruner(q, batch=2, pause=0).run_once() == 3  # the next pass goes on
+
+
+@pytest.mark.queue_kinds("queue")
+def test_a_pass_stopped_at_its_batch_limit_is_followed_at_once(q: Any) -> None:
+    """Jobs finishing faster than one pass a minute prunes are not left to pile up."""
+    import time
+
+    from conveyor.maintenance import Maintainer
+
+    finish(q, "a", "t", 7)
+    q.set_retention("completed", 0)
+    pruner = RetentionPruner(q, batch=2, max_batches=1, pause=0)
+    maintainer = Maintainer()
+    maintainer.add(pruner, 3600.0)  # an interval no test outlives
+    maintainer.start()
+    try:
+        deadline = time.monotonic() + 10
+        while q.stats(queue="a").completed and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        maintainer.stop()
+    assert q.stats(queue="a").completed == 0  # four passes of two, not one an hour
+    assert pruner.behind is False  # the last pass found fewer than a batch

@@ -88,10 +88,10 @@ def append_records(path: str, expired: Sequence[ExpiredJob]) -> None:
 
 class RetentionPruner:
     """Applies the stored retention policies: ``batch`` jobs (at most 1,000) per
-    transaction, ``pause`` seconds between batches, at most ``max_batches`` per pass.
-    ``archive`` (``"task:NAME"`` or ``"file:PATH"``) receives the records of jobs whose
-    policy names no archive of its own. ``stopping``: an event that ends a pass between
-    batches."""
+    transaction, ``pause`` seconds between batches, at most ``max_batches`` per pass (a
+    pass that stops there with jobs left is followed by the next at once). ``archive``
+    (``"task:NAME"`` or ``"file:PATH"``) receives the records of jobs whose policy names
+    no archive of its own. ``stopping``: an event that ends a pass between batches."""
 
     name = "retention"
 
@@ -113,6 +113,7 @@ class RetentionPruner:
         self.archive = archive_target(archive)
         self._sleep = sleep
         self._stopping = stopping
+        self.behind = False  # the last pass stopped at max_batches with jobs left
 
     def run_once(self) -> int:
         """One pass: batches until none is left (or ``max_batches``); returns how many
@@ -120,6 +121,7 @@ class RetentionPruner:
         deleted once, and its record may reach a file archive more than once."""
         removed = 0
         after: int | None = None  # the pass walks on by id, past the rows it deleted
+        self.behind = False
         for n in range(self.max_batches):
             if n:
                 if self._stopping is None:
@@ -140,6 +142,8 @@ class RetentionPruner:
             removed += gone
             if len(expired) < self.batch:
                 break
+        else:  # the batch limit, with more to prune: the next pass follows at once
+            self.behind = removed > 0
         if removed:
             log.info("pruned %d final job(s) under the retention policies", removed)
         return removed

@@ -19,10 +19,17 @@ class Service(Protocol):
     def run_once(self) -> int: ...
 
 
+def behind(service: Service) -> bool:
+    """Whether a service's last pass stopped with work left (a pruner at its batch
+    limit): its next pass then comes at once, not an interval later."""
+    return bool(getattr(service, "behind", False))
+
+
 class Maintainer:
     """Runs each service every ``interval`` seconds (spread by ±10% so many workers do
     not run in lockstep). ``poke(name)`` asks for an early pass, at most one per
-    ``min_gap`` seconds. A failed pass is logged and tried again at the next interval."""
+    ``min_gap`` seconds, as does a pass that stopped with work left (``behind``). A failed
+    pass is logged and tried again at the next interval."""
 
     def __init__(self, *, min_gap: float = 0.05) -> None:
         self._services: list[tuple[Service, float]] = []
@@ -82,7 +89,8 @@ class Maintainer:
                 with self._cond:
                     self._running = None
                     done = self._last[service.name] = time.monotonic()
-                    again = self._min_gap if self._poked_while_running else interval
+                    soon = self._poked_while_running or behind(service)
+                    again = self._min_gap if soon else interval
                     self._due[service.name] = done + again * random.uniform(0.9, 1.1)
 
     @staticmethod
