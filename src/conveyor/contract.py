@@ -576,7 +576,11 @@ class QueueAPI(ABC):
         """Move the job counts' pending changes into the counts (PostgreSQL keeps them
         apart so concurrent writers never wait on a shared counter; workers fold them
         as part of their upkeep). Returns how many changes were folded."""
-        return self._run(reading.fold_counts())
+        folded, more = self._run(reading.fold_counts())
+        while more:  # a batch per transaction (MySQL): short ones, in one lock order
+            batch, more = self._run(reading.fold_counts())
+            folded += batch
+        return folded
 
     def throughput(self, *, queue: str | None = None, minutes: int = 60) -> list[Throughput]:
         """Jobs completed and failed per minute over the last ``minutes``."""

@@ -444,7 +444,8 @@ ENDPOINTS: Mapping[str, Endpoint] = {
     ),
     "fold_counts": E(
         "POST", "/api/counts/fold", "Fold the job counts' pending changes", "worker",
-        response="FoldedOut", send=_nothing, read=_count("folded_count"),
+        response="FoldedOut", send=_nothing,
+        read=lambda data, status: (int(data["folded_count"]), False),  # folded to the end
     ),
     # -- operating the queue ---------------------------------------------------------------
     "retry": E(

@@ -9,6 +9,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import psycopg
+import pytest
 
 import conveyor
 from conveyor import Status
@@ -121,3 +122,59 @@ def test_a_large_update_after_small_ones_stays_linear(tmp_path: Path) -> None:
     finally:
         q.close()
         drop_schema(schema or "")
+
+
+def test_folders_running_at_once_fail_nothing_and_count_once(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Readers, claimers and workers' upkeep fold at the same moments while jobs change
+    (a retention pass makes deltas by the thousand): no fold may fail, and the counts
+    end as a full count says."""
+    import threading
+
+    from conveyor.drivers.mysql import handlers
+
+    monkeypatch.setattr(handlers, "_FOLD_BATCH", 20)  # many batches in every fold (MySQL)
+
+    setup = conveyor.connect(db_url)
+    setup.enqueue_ids([{"task": "t"} for _ in range(3000)])
+    errors: list[BaseException] = []
+    done = threading.Event()
+
+    def churn() -> None:
+        q = conveyor.connect(db_url, migrate=False)
+        try:
+            while not done.is_set():
+                claim = q.claim(limit=50)
+                if not claim.jobs:
+                    return
+                q.complete_many([(j.id, claim.id, None) for j in claim.jobs])
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            q.close()
+
+    def fold() -> None:
+        q = conveyor.connect(db_url, migrate=False)
+        try:
+            while not done.is_set():
+                q.fold_counts()
+                q.stats()
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            q.close()
+
+    threads = [threading.Thread(target=churn) for _ in range(2)]
+    threads += [threading.Thread(target=fold) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads[:2]:
+        t.join(120)
+    done.set()
+    for t in threads:
+        t.join(30)
+    assert errors == []
+    setup.fold_counts()
+    assert _kept(setup) == _truth(setup) == {("default", "completed"): 3000}
+    setup.close()

@@ -633,7 +633,8 @@ class CountDeltas(RowsOp):
 @dataclass(frozen=True, slots=True)
 class FoldCounts(RowsOp):
     """Moves the deltas into the counts and the throughput, one folder at a time (a second one,
-    finding the lock taken, folds nothing)."""
+    finding the lock taken, folds nothing): one row, ``folded`` and, from a driver that
+    folds a batch per transaction, ``more``."""
 
     op: ClassVar[str] = "fold_counts"
 

@@ -286,13 +286,14 @@ def task_stats(queue: Any) -> Call[dict[str, Stats]]:
     return Call("task_stats", where, build, write=False)
 
 
-def fold_counts() -> Call[int]:
-    """Move the counts' deltas into the counts (PostgreSQL; nothing to do on SQLite).
-    Returns how many deltas were folded."""
+def fold_counts() -> Call[tuple[int, bool]]:
+    """Move the counts' deltas into the counts (PostgreSQL and MySQL; nothing to do on
+    SQLite). Returns how many deltas were folded, and whether a driver that folds a
+    batch per transaction has more to fold (the caller runs it again)."""
 
-    def build(v: Values) -> Plan[int]:
+    def build(v: Values) -> Plan[tuple[int, bool]]:
         rows = yield db.FoldCounts()
-        return int(rows[0]["folded"])
+        return int(rows[0]["folded"]), bool(rows[0].get("more", False))
 
     return Call("fold_counts", {}, build)
 

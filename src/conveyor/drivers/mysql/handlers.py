@@ -346,22 +346,19 @@ def take_notifications(session: HandlerSession, params: Mapping[str, Any]) -> St
 
 
 def fold_counts(session: HandlerSession, params: Mapping[str, Any]) -> Steps:
-    """Move the deltas into the counts and the throughput. Deltas are taken with SKIP
-    LOCKED: those of transactions still open, or of another folder, wait for a later
-    fold, so two folders never count one twice."""
-    folded = 0
-    while True:
-        taken: list[Row] = yield Rows("fold_take", {"limit": _FOLD_BATCH})
-        if not taken:
-            break
-        ids = tuple(row["id"] for row in taken)
-        yield Change("fold_counts_add", {"locked": ids})
-        yield Change("fold_throughput_add", {"locked": ids})
-        yield Change("fold_forget", {"locked": ids})
-        folded += len(ids)
-        if len(ids) < _FOLD_BATCH:
-            break
-    return [{"folded": folded}]
+    """Move one batch of deltas into the counts and the throughput. Deltas are taken
+    with SKIP LOCKED: those of transactions still open, or of another folder, wait for
+    a later fold, so two folders never count one twice. One batch per transaction:
+    each folder then locks counter rows in one order (counts, then throughput, each
+    sorted), so folders running at once cannot deadlock; ``more`` asks for the next."""
+    taken: list[Row] = yield Rows("fold_take", {"limit": _FOLD_BATCH})
+    if not taken:
+        return [{"folded": 0, "more": False}]
+    ids = tuple(row["id"] for row in taken)
+    yield Change("fold_counts_add", {"locked": ids})
+    yield Change("fold_throughput_add", {"locked": ids})
+    yield Change("fold_forget", {"ids": json.dumps(ids)})
+    return [{"folded": len(ids), "more": len(ids) == _FOLD_BATCH}]
 
 
 HANDLERS: dict[str, Handler] = {

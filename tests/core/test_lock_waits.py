@@ -1,0 +1,126 @@
+"""Upkeep never waits on rows it does not touch: folding the counts' deltas and
+pruning final jobs go on while another transaction holds a job it is working on, or
+has written a job (and its delta) it has not committed yet. MariaDB runs a one-table
+DELETE … WHERE id IN (…) as a scan that waits on every locked row; these check the
+statements do not. (SQLite has one writer at a time: there, any open write transaction
+holds everyone, by design.)"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import pytest
+
+import conveyor
+
+SERVERS = pytest.mark.parametrize("backend_name", ["postgresql", "mysql"], indirect=True)
+
+
+def _connect(url: str) -> Any:
+    """The application's own connection to the queue's database, not in autocommit."""
+    if url.startswith("mysql"):
+        import pymysql
+
+        from conveyor.drivers.mysql.dialect import Server
+
+        conn = pymysql.connect(**Server.from_url(url).connect_kwargs(10.0))
+        conn.autocommit(False)
+        return conn
+    import psycopg
+
+    parts = urlsplit(url)
+    query = dict(parse_qsl(parts.query))
+    schema = query.pop("schema")
+    conn = psycopg.connect(urlunsplit(parts._replace(query=urlencode(query))))
+    conn.execute(f'SET search_path TO "{schema}"')
+    conn.commit()
+    return conn
+
+
+@contextmanager
+def held_open(url: str, work: Callable[[Any], None]) -> Iterator[threading.Event]:
+    """Runs ``work`` in a transaction on a connection of its own and keeps that
+    transaction open (on another thread) until the block ends; yields an event set
+    while it is still open."""
+    started, release, open_ = threading.Event(), threading.Event(), threading.Event()
+    failure: list[BaseException] = []
+
+    def hold() -> None:
+        conn = _connect(url)
+        try:
+            work(conn)
+            open_.set()
+            started.set()
+            release.wait(120)
+            open_.clear()
+            conn.rollback()
+        except BaseException as exc:
+            failure.append(exc)
+            started.set()
+        finally:
+            conn.close()
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    started.wait(30)
+    try:
+        assert failure == []
+        yield open_
+    finally:
+        release.set()
+        thread.join(30)
+
+
+def _lock_job(job_id: int) -> Callable[[Any], None]:
+    def work(conn: Any) -> None:
+        with conn.cursor() as cur:
+            cur.execute("SELECT id FROM conveyor_jobs WHERE id = %s FOR UPDATE", (job_id,))
+
+    return work
+
+
+def _finish(q: conveyor.Queue, n: int) -> None:
+    q.enqueue_ids([{"task": "t", "queue": "a"} for _ in range(n)])
+    claim = q.claim("a", limit=n)
+    q.complete_many([(j.id, claim.id, None) for j in claim.jobs])
+
+
+@SERVERS
+@pytest.mark.queue_kinds("queue")
+def test_pruning_goes_on_while_another_transaction_holds_a_job(
+    q: conveyor.Queue, db_url: str
+) -> None:
+    _finish(q, 5)
+    held = q.enqueue("t", queue="a")
+    q.set_retention("completed", 0, queue="a")
+    with held_open(db_url, _lock_job(held.id)) as still_open:
+        expired = q.expired_jobs()
+        removed = q.prune_expired([e.job.id for e in expired])
+        assert still_open.is_set()  # done while the other transaction held its job
+    assert removed == 5
+    assert q.stats(queue="a").completed == 0 and q.get(held.id) is not None
+
+
+@SERVERS
+@pytest.mark.queue_kinds("queue")
+def test_folding_goes_on_while_another_transaction_has_written_a_job(
+    q: conveyor.Queue, db_url: str
+) -> None:
+    _finish(q, 5)
+
+    def write_a_job(conn: Any) -> None:
+        if hasattr(conn, "begin"):
+            conn.begin()  # PyMySQL
+        with conn.cursor() as cur:
+            cur.execute("SELECT 1")  # the transaction is open: the job rides in it
+        q.enqueue("t", queue="a", conn=conn)
+
+    with held_open(db_url, write_a_job) as still_open:
+        folded = q.fold_counts()
+        assert still_open.is_set()  # done while that job's delta was uncommitted
+    assert folded > 0  # the committed jobs' deltas; not the open transaction's
+    assert q.stats(queue="a").completed == 5 and q.stats(queue="a").pending == 0
