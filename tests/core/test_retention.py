@@ -221,3 +221,47 @@ def test_a_stopping_worker_ends_its_pass_between_batches(q: Any) -> None:
     stopping.set()
     assert RetentionPruner(q, batch=2, stopping=stopping).run_once() == 2
     assert RetentionPruner(q, batch=2, pause=0).run_once() == 3  # the next pass goes on
+
+
+def test_writers_at_once_never_take_the_policies_past_the_cap(db_url: str) -> None:
+    """Eight connections set new policies at the same moment while two places are left:
+    two get them, the others are refused with InvalidArgument and write nothing; and a
+    policy already there is still replaced at the cap."""
+    import threading
+
+    from conveyor.ops.retention import MAX_POLICIES
+
+    first = conveyor.connect(db_url)
+    for n in range(MAX_POLICIES - 2):
+        first.set_retention("completed", n + 1, queue=f"q{n}")
+    racers = [conveyor.connect(db_url) for _ in range(8)]
+    start = threading.Barrier(len(racers))
+    outcomes: list[str] = []
+
+    def race(i: int) -> None:
+        start.wait()
+        try:
+            racers[i].set_retention("failed", 60, queue=f"racer{i}")
+            outcomes.append("set")
+        except conveyor.InvalidArgument as exc:
+            outcomes.append(
+                "refused" if f"at most {MAX_POLICIES} policies" in str(exc) else repr(exc)
+            )
+
+    threads = [threading.Thread(target=race, args=(i,)) for i in range(len(racers))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    policies = first.retention_policies()
+    assert sorted(outcomes) == ["refused"] * 6 + ["set"] * 2
+    assert len(policies) == MAX_POLICIES
+    assert len([p for p in policies if (p.queue or "").startswith("racer")]) == 2
+    replaced = first.set_retention("completed", 5, queue="q0")  # at the cap: replaced
+    assert replaced.keep_seconds == 5 and len(first.retention_policies()) == MAX_POLICIES
+    with pytest.raises(conveyor.InvalidArgument, match="at most"):
+        first.set_retention("cancelled", 5, queue="one-too-many")
+    assert len(first.retention_policies()) == MAX_POLICIES
+    for racer in racers:
+        racer.close()
+    first.close()
