@@ -305,6 +305,17 @@ def test_subscribers_at_once_never_take_a_job_past_the_cap(db_url: str) -> None:
         first.enqueue_many([{"task": "other"}, {"task": "fetch", "key": "u", "subscriber": "late"}])
     assert first.stats().total == 1  # the batch's other job was not added either
     assert len(first.subscribers(job.id)) == MAX_SUBSCRIBERS
+    # Over HTTP, past a server limit set above it, the library's cap answers a 422.
+    from fastapi.testclient import TestClient
+
+    from conveyor.web import Limits, create_app
+
+    app = create_app(first, tokens={}, limits=Limits(max_subscribers=5000))
+    with TestClient(app, base_url="http://127.0.0.1") as client:
+        answer = client.post("/api/jobs", json={"task": "fetch", "key": "u", "subscriber": "x"})
+    assert answer.status_code == 422
+    assert answer.json()["error"]["code"] == "too_many_subscribers"
+    assert len(first.subscribers(job.id)) == MAX_SUBSCRIBERS
     for racer in racers:
         racer.close()
     first.close()

@@ -262,6 +262,15 @@ def test_writers_at_once_never_take_the_policies_past_the_cap(db_url: str) -> No
     with pytest.raises(conveyor.InvalidArgument, match="at most"):
         first.set_retention("cancelled", 5, queue="one-too-many")
     assert len(first.retention_policies()) == MAX_POLICIES
+    from fastapi.testclient import TestClient
+
+    from conveyor.web import create_app
+
+    with TestClient(create_app(first, tokens={}), base_url="http://127.0.0.1") as client:
+        body = {"status": "cancelled", "keep_seconds": 5, "queue": "over-http"}
+        answer = client.put("/api/retention", json=body)
+    assert answer.status_code == 422 and answer.json()["error"]["code"] == "invalid_argument"
+    assert len(first.retention_policies()) == MAX_POLICIES
     for racer in racers:
         racer.close()
     first.close()
