@@ -41,7 +41,7 @@ def user_message(error: str | None) -> str | None:
 
 
 def declare_retention(
-    q: conveyor.Queue, queue: str, keep: dict[str, timedelta | None], *, retire_keys: bool
+    q: conveyor.QueueAPI, queue: str, keep: dict[str, timedelta | None], *, retire_keys: bool
 ) -> None:
     """The queue's retention policies, per final status, unless it has some already
     (an operator's change, made with ``conveyor retention set``, is kept across

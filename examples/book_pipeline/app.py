@@ -12,6 +12,7 @@ import html
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -24,6 +25,7 @@ from starlette.datastructures import UploadFile
 from starlette.types import ASGIApp
 
 import conveyor
+from examples._common import declare_retention
 from examples._db import AppDatabase
 from examples._web import ApiError, BodyLimit, NoNul, Workers, install_errors
 from examples.book_pipeline.jobs import (
@@ -51,6 +53,12 @@ CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
     "img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 )
+# A book's jobs are its record: the admin page shows the newest of each type, and resuming
+# starts after the failed job's checkpoint. They are kept for ever, whatever a default
+# policy of the database says (a book has a handful of jobs): pruning one would show an
+# older job as the newest, or make a resume start again from page 1. No keys are retired:
+# a book runs many jobs with its key, one after another.
+RETENTION: dict[str, timedelta | None] = {"completed": None, "failed": None, "cancelled": None}
 JobType = Literal["ocr_batch", "extraction", "finalization"]
 BookId = Annotated[str, PathParam(min_length=1, max_length=64), NoNul]
 
@@ -61,6 +69,7 @@ class Pipeline:
     def __init__(self, url: str, settings: Settings | None = None) -> None:
         self.settings = settings or Settings()
         self.q = conveyor.connect(url)
+        declare_retention(self.q, QUEUE, RETENTION, retire_keys=False)
         self.db = AppDatabase(url)
         self.store = Store(self.db)
         self.stand_ins = StandIns(self.settings)

@@ -15,13 +15,16 @@ A job marked in progress is held by its claim, which the database keeps: a
 ``DownloadQueue`` opened on the same database after a restart completes or fails it as
 well. If the bot dies holding it, the job is queued again once its lease (``lease``, an
 hour by default) runs out: the next ``dequeue`` or ``get_stats`` recovers expired leases
-first, so no worker process is needed for that. Every ``prune_every`` enqueues, finished
-jobs older than ``keep_finished`` are deleted, which keeps ``dequeue`` fast."""
+first, so no worker process is needed for that. The ``downloads`` queue's retention
+policies (declared when it opens, unless an operator set some) say how long finished jobs
+are kept; every ``prune_every`` enqueues, what they let go is deleted, which keeps
+``dequeue`` fast."""
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -29,13 +32,22 @@ from typing import Any, Protocol
 
 import conveyor
 from conveyor import InvalidArgument, InvalidTransition, JobNotFound, QueueAPI, StaleClaim
+from conveyor.maintenance import RetentionPruner
+from examples._common import declare_retention
 
 QUEUE = "downloads"
 TASK = "download"
 MAX_RETRIES = 3
 MAX_URL = 2048
 MAX_MESSAGE_ID = 2**63 - 1  # a signed 64-bit integer, as the bot's database stores it
-KEEP_FINISHED = timedelta(days=1)
+# Completed downloads are kept a day: ``dequeue``'s cost grows with the finished jobs
+# kept (README), and a day answers "what did I download today". Failed ones are few and
+# kept a week, for ``retry_job`` and for a user asking why a download failed.
+RETENTION: dict[str, timedelta | None] = {
+    "completed": timedelta(days=1),
+    "failed": timedelta(days=7),
+    "cancelled": timedelta(days=1),
+}
 PRUNE_EVERY = 100
 # How often ``dequeue`` asks the database to recover expired leases: leases last an hour,
 # so a second's delay costs nothing, and a dequeue in between stays one statement.
@@ -123,7 +135,7 @@ class DownloadQueue:
         token: str | None = None,
         queue: str = QUEUE,
         lease: timedelta = timedelta(hours=1),
-        keep_finished: timedelta | None = KEEP_FINISHED,
+        retention: Mapping[str, timedelta | None] | None = RETENTION,
         prune_every: int = PRUNE_EVERY,
     ) -> None:
         if isinstance(url, QueueAPI):
@@ -136,7 +148,9 @@ class DownloadQueue:
             self.q, self._owned = conveyor.connect(url), True
         self.queue = queue
         self.lease = lease
-        self.keep_finished = keep_finished
+        self.retention = None if retention is None else dict(retention)
+        if self.retention is not None:
+            declare_retention(self.q, self.queue, self.retention, retire_keys=False)
         self.prune_every = max(1, prune_every)
         self._enqueued = 0
         self._recovered_at: float | None = None
@@ -180,12 +194,12 @@ class DownloadQueue:
         return job.id
 
     def prune(self) -> int:
-        """Delete finished (completed or failed) jobs that finished more than
-        ``keep_finished`` ago; ``enqueue`` calls it every ``prune_every`` jobs. Conveyor's
-        prune covers every queue of the database: the bot's database is its own."""
-        if self.keep_finished is None:
+        """Delete the finished jobs the retention policies let go (a pass of conveyor's
+        pruner, as a worker runs); ``enqueue`` calls it every ``prune_every`` jobs. With
+        ``retention=None`` it does nothing: the operator's policies and workers decide."""
+        if self.retention is None:
             return 0
-        return self.q.prune(older_than=self.keep_finished, statuses=("completed", "failed"))
+        return RetentionPruner(self.q, pause=0).run_once()
 
     def dequeue(self) -> DownloadJob | None:
         """The oldest ``Queued`` job, left queued (``mark_in_progress`` takes it). Jobs

@@ -33,7 +33,7 @@ from starlette.types import ASGIApp
 
 import conveyor
 from conveyor.notify import CallbackNotifier, Redelivery
-from examples._common import user_message
+from examples._common import declare_retention, user_message
 from examples._db import AppDatabase
 from examples._web import ApiError, BodyLimit, NoNul, Workers, install_errors
 from examples.fetch_queue.urls import MAX_URL, InvalidUrl, normalise
@@ -42,6 +42,12 @@ QUEUE = "fetches"
 TASK = "fetch_queue.fetch"
 MAX_USER = 100
 MAX_BODY = 16 * 1024  # a URL of 2,048 characters and a user name, with room to spare
+# A completed fetch is the cached result for ``cache_ttl``, kept at least a day; a failed
+# one is what asking again answers (``error``, until ``"retry": true``) for a week, then a
+# request fetches afresh. No keys are retired: once its job is gone, a URL is fetched again
+# (a retired record has no result to answer with).
+KEEP_COMPLETED = timedelta(days=1)
+KEEP_FAILED = timedelta(days=7)
 
 TABLES = {
     "sqlite": """
@@ -94,6 +100,13 @@ class Settings:
     # A fetch's lease, renewed by heartbeats (every third of it) while it runs: after a
     # crash, the fetch reads ``processing`` at most this long before it is recovered.
     lease: float = 10.0
+
+
+def retention(settings: Settings) -> dict[str, timedelta | None]:
+    """The ``fetches`` queue's retention: a completed fetch at least as long as it answers
+    as the cached result."""
+    completed = max(KEEP_COMPLETED, timedelta(seconds=settings.cache_ttl))
+    return {"completed": completed, "failed": KEEP_FAILED, "cancelled": KEEP_COMPLETED}
 
 
 class Site:
@@ -173,6 +186,7 @@ class FetchBot:
     def __init__(self, url: str, settings: Settings | None = None) -> None:
         self.settings = settings or Settings()
         self.q = conveyor.connect(url)
+        declare_retention(self.q, QUEUE, retention(self.settings), retire_keys=False)
         self.db = AppDatabase(url)
         self.db.create(
             sqlite=TABLES["sqlite"], postgresql=TABLES["postgresql"], mysql=TABLES["mysql"]

@@ -28,6 +28,7 @@ from conveyor.errors import (
     StaleClaim,
     StorageFull,
     StorageReadOnly,
+    TooManySubscribers,
     TransactionConflict,
     WorkflowNotFound,
 )
@@ -103,6 +104,7 @@ __all__ = [
     "Task",
     "Terminal",
     "Throughput",
+    "TooManySubscribers",
     "TransactionConflict",
     "Worker",
     "WorkerInfo",

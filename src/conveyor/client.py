@@ -50,6 +50,7 @@ from conveyor.errors import (
     StaleClaim,
     StorageFull,
     StorageReadOnly,
+    TooManySubscribers,
     TransactionConflict,
     WorkflowNotFound,
 )
@@ -77,6 +78,7 @@ _ERRORS_BY_CODE: dict[str, type[ConveyorError]] = {
         WorkflowNotFound,
         IdempotencyKeyReused,
         RequestInProgress,
+        TooManySubscribers,
     )
 }
 Request = tuple[str, str, Any, Mapping[str, Any] | None]  # method, path, body, query

@@ -79,6 +79,12 @@ class InvalidArgument(ConveyorError, ValueError):
     code = "invalid_argument"
 
 
+class TooManySubscribers(InvalidArgument):
+    """The job has as many subscribers as a job takes; nothing was written."""
+
+    code = "too_many_subscribers"
+
+
 class IdempotencyKeyReused(InvalidArgument):
     """The Idempotency-Key was used before with another request (method, path or body);
     nothing was written."""

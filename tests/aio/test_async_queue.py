@@ -5,6 +5,7 @@ enqueued with the caller's own connection commits or rolls back with their trans
 from __future__ import annotations
 
 import asyncio
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -182,3 +183,39 @@ def test_waiting_on_a_threaded_postgresql_queue_hears_other_processes(pg_url: st
     assert took < 10.0  # woken by the notification, not by the 10 s poll
     other.close()
     sync.close()
+
+
+@pytest.mark.parametrize("migrate", [True, False], ids=["migrating", "opening"])
+def test_async_mysql_that_cannot_be_reached_is_unavailable_without_the_password(
+    migrate: bool,
+) -> None:
+    """As the synchronous drivers and asynchronous PostgreSQL say it: nothing listens on
+    the port, so the database is unavailable (worth waiting for), not a plain error —
+    whether the migration's connection or the asynchronous driver's own finds it out."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed once the block ends: nothing listens there
+
+    async def scenario() -> None:
+        url = f"mysql://root:hunter2@127.0.0.1:{port}/test?connect_timeout=2"
+        await conveyor.aio.connect(url, migrate=migrate)
+
+    with pytest.raises(conveyor.DatabaseUnavailable) as raised:
+        asyncio.run(scenario())
+    message = str(raised.value)
+    assert message.startswith(f"cannot connect to MySQL at mysql://root@127.0.0.1:{port}/test")
+    assert "hunter2" not in message and "Can't connect" in message
+
+
+@pytest.mark.parametrize("backend_name", ["mysql"], indirect=True)
+def test_async_mysql_that_refuses_the_login_is_a_database_error(db_url: str) -> None:
+    """A server that answers and refuses the user is no outage: a plain DatabaseError."""
+    url = db_url.replace("root@", "nobody_here:hunter2@", 1)
+
+    async def scenario() -> None:
+        await conveyor.aio.connect(url, migrate=False)
+
+    with pytest.raises(conveyor.DatabaseError) as raised:
+        asyncio.run(scenario())
+    assert not isinstance(raised.value, conveyor.DatabaseUnavailable)
+    assert "cannot connect to MySQL" in str(raised.value) and "hunter2" not in str(raised.value)

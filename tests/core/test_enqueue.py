@@ -265,3 +265,57 @@ def test_transactional_enqueue_postgres(tmp_path: Path) -> None:
         q.enqueue("sync", conn="not a connection")
     q.close()
     drop_schema(schema)  # type: ignore[arg-type]
+
+
+def test_subscribers_at_once_never_take_a_job_past_the_cap(db_url: str) -> None:
+    """Eight connections subscribe to one job at the same moment while two places are
+    left: two join, the others get TooManySubscribers and write nothing; a subscriber
+    already there still enqueues; a batch with one subscriber too many adds no job."""
+    import threading
+
+    from conveyor.ops.defaults import MAX_SUBSCRIBERS
+
+    first = conveyor.connect(db_url)
+    job = first.enqueue("fetch", key="u", subscriber="s0")
+    for n in range(1, MAX_SUBSCRIBERS - 2):
+        first.enqueue("fetch", key="u", subscriber=f"s{n}")
+    racers = [conveyor.connect(db_url) for _ in range(8)]
+    start = threading.Barrier(len(racers))
+    outcomes: list[str] = []
+
+    def race(i: int) -> None:
+        start.wait()
+        try:
+            racers[i].enqueue("fetch", key="u", subscriber=f"racer{i}")
+            outcomes.append("joined")
+        except conveyor.TooManySubscribers:
+            outcomes.append("refused")
+
+    threads = [threading.Thread(target=race, args=(i,)) for i in range(len(racers))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert sorted(outcomes) == ["joined"] * 2 + ["refused"] * 6
+    subscribers = first.subscribers(job.id)
+    assert len(subscribers) == MAX_SUBSCRIBERS
+    assert len([s for s in subscribers if s.startswith("racer")]) == 2
+    assert first.enqueue("fetch", key="u", subscriber="s0").id == job.id  # already one
+    with pytest.raises(conveyor.TooManySubscribers, match=f"at most {MAX_SUBSCRIBERS}"):
+        first.enqueue_many([{"task": "other"}, {"task": "fetch", "key": "u", "subscriber": "late"}])
+    assert first.stats().total == 1  # the batch's other job was not added either
+    assert len(first.subscribers(job.id)) == MAX_SUBSCRIBERS
+    # Over HTTP, past a server limit set above it, the library's cap answers a 422.
+    from fastapi.testclient import TestClient
+
+    from conveyor.web import Limits, create_app
+
+    app = create_app(first, tokens={}, limits=Limits(max_subscribers=5000))
+    with TestClient(app, base_url="http://127.0.0.1") as client:
+        answer = client.post("/api/jobs", json={"task": "fetch", "key": "u", "subscriber": "x"})
+    assert answer.status_code == 422
+    assert answer.json()["error"]["code"] == "too_many_subscribers"
+    assert len(first.subscribers(job.id)) == MAX_SUBSCRIBERS
+    for racer in racers:
+        racer.close()
+    first.close()

@@ -244,3 +244,56 @@ def test_a_pass_stopped_at_its_batch_limit_is_followed_at_once(q: Any) -> None:
         maintainer.stop()
     assert q.stats(queue="a").completed == 0  # four passes of two, not one an hour
     assert pruner.behind is False  # the last pass found fewer than a batch
+
+
+def test_writers_at_once_never_take_the_policies_past_the_cap(db_url: str) -> None:
+    """Eight connections set new policies at the same moment while two places are left:
+    two get them, the others are refused with InvalidArgument and write nothing; and a
+    policy already there is still replaced at the cap."""
+    import threading
+
+    from conveyor.ops.retention import MAX_POLICIES
+
+    first = conveyor.connect(db_url)
+    for n in range(MAX_POLICIES - 2):
+        first.set_retention("completed", n + 1, queue=f"q{n}")
+    racers = [conveyor.connect(db_url) for _ in range(8)]
+    start = threading.Barrier(len(racers))
+    outcomes: list[str] = []
+
+    def race(i: int) -> None:
+        start.wait()
+        try:
+            racers[i].set_retention("failed", 60, queue=f"racer{i}")
+            outcomes.append("set")
+        except conveyor.InvalidArgument as exc:
+            outcomes.append(
+                "refused" if f"at most {MAX_POLICIES} policies" in str(exc) else repr(exc)
+            )
+
+    threads = [threading.Thread(target=race, args=(i,)) for i in range(len(racers))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    policies = first.retention_policies()
+    assert sorted(outcomes) == ["refused"] * 6 + ["set"] * 2
+    assert len(policies) == MAX_POLICIES
+    assert len([p for p in policies if (p.queue or "").startswith("racer")]) == 2
+    replaced = first.set_retention("completed", 5, queue="q0")  # at the cap: replaced
+    assert replaced.keep_seconds == 5 and len(first.retention_policies()) == MAX_POLICIES
+    with pytest.raises(conveyor.InvalidArgument, match="at most"):
+        first.set_retention("cancelled", 5, queue="one-too-many")
+    assert len(first.retention_policies()) == MAX_POLICIES
+    from fastapi.testclient import TestClient
+
+    from conveyor.web import create_app
+
+    with TestClient(create_app(first, tokens={}), base_url="http://127.0.0.1") as client:
+        body = {"status": "cancelled", "keep_seconds": 5, "queue": "over-http"}
+        answer = client.put("/api/retention", json=body)
+    assert answer.status_code == 422 and answer.json()["error"]["code"] == "invalid_argument"
+    assert len(first.retention_policies()) == MAX_POLICIES
+    for racer in racers:
+        racer.close()
+    first.close()

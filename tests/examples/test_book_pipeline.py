@@ -16,6 +16,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 import conveyor
+from conveyor.maintenance import RetentionPruner
 from examples.book_pipeline import jobs
 from examples.book_pipeline.app import Pipeline, create_api
 from examples.book_pipeline.jobs import QUEUE, Settings
@@ -252,6 +253,32 @@ def test_2_3_2_4_2_5_a_catastrophic_failure_then_resume_after_the_last_good_page
     api.post(f"/admin/books/{book}/generate-guidelines", json={"start_page": 1})
     assert finished(api, book, "extraction")["completed_items"] == 5
     assert len(pipeline.store.guidelines(book)) == 5
+
+
+def test_a_books_jobs_are_kept_for_ever_whatever_the_databases_defaults(
+    open_api: Any, db_url: str
+) -> None:
+    pipeline, api = open_api()
+    declared = {p.status: p for p in pipeline.q.retention_policies() if p.queue == QUEUE}
+    assert set(declared) == {"completed", "failed", "cancelled"}
+    assert all(p.keep_seconds is None and not p.retire_keys for p in declared.values())
+    # Another application on the database prunes every final job at once by default.
+    for status in ("completed", "failed", "cancelled"):
+        pipeline.q.set_retention(status, 0)
+    book = new_book(api)
+    ocr_done(api, book, [b"p1", b"p2", b"crash: the connection drops", b"p4"])
+    api.post(f"/admin/books/{book}/generate-guidelines", json={})
+    failed = finished(api, book, "extraction")
+    assert failed["status"] == "failed" and failed["last_completed_item"] == 2
+    time.sleep(0.05)
+    assert RetentionPruner(pipeline.q, pause=0).run_once() == 0
+    Pipeline(db_url, FAST).close()  # another server starts: the policies stay as they are
+    assert RetentionPruner(pipeline.q, pause=0).run_once() == 0
+    # The book's jobs are all there: the page shows them, and resuming starts at page 3.
+    assert latest(api, book, "ocr_batch")["status"] == "completed"  # type: ignore[index]
+    resumed = api.post(f"/admin/books/{book}/generate-guidelines", json={"resume": True}).json()
+    assert resumed["start_page"] == 3
+    assert finished(api, book, "extraction")["status"] == "completed"
 
 
 def test_resume_of_a_resumed_job_that_did_nothing_still_starts_after_the_good_pages(

@@ -355,7 +355,8 @@ def test_message_ids_beyond_64_bits_are_refused(downloads: DownloadQueue) -> Non
 def test_old_finished_jobs_are_pruned_as_jobs_are_enqueued(db_url: str) -> None:
     from datetime import timedelta
 
-    with DownloadQueue(db_url, keep_finished=timedelta(0), prune_every=3) as downloads:
+    now = {"completed": timedelta(0), "failed": timedelta(0)}
+    with DownloadQueue(db_url, retention=now, prune_every=3) as downloads:
         done = downloads.enqueue(1, "https://video.example/1")
         failed = downloads.enqueue(2, "https://video.example/2")
         for job_id in (done, failed):
@@ -369,3 +370,37 @@ def test_old_finished_jobs_are_pruned_as_jobs_are_enqueued(db_url: str) -> None:
         assert downloads.get(queued) is not None
         stats = downloads.get_stats()
         assert (stats.queued_count, stats.completed_count, stats.failed_count) == (1, 0, 0)
+
+
+def test_the_queue_declares_its_retention_and_prunes_only_what_it_lets_go(db_url: str) -> None:
+    from datetime import timedelta
+
+    from examples.download_queue.queue import QUEUE, RETENTION
+
+    with DownloadQueue(db_url, prune_every=1000) as downloads:
+        declared = {p.status: p for p in downloads.q.retention_policies() if p.queue == QUEUE}
+        assert {s: p.keep_seconds for s, p in declared.items()} == {
+            "completed": 86400.0, "failed": 7 * 86400.0, "cancelled": 86400.0,
+        }  # fmt: skip
+        assert RETENTION["failed"] == timedelta(days=7)
+        assert not any(p.retire_keys for p in declared.values())
+        # An operator prunes completed downloads at once (`conveyor retention set`)...
+        downloads.q.set_retention("completed", 0, queue=QUEUE)
+        other = downloads.q.enqueue("other.task", {}, queue="elsewhere")
+        downloads.q.complete(other.id, downloads.q.claim_job(other.id).id)
+        done = downloads.enqueue(1, "https://video.example/1")
+        failed = downloads.enqueue(2, "https://video.example/2")
+        for job_id in (done, failed):
+            assert downloads.mark_in_progress(job_id)
+        downloads.mark_completed(done, "/a.mp4")
+        downloads.mark_failed(failed, "HTTP Error 403")
+        time.sleep(0.05)
+        assert downloads.prune() == 1
+        assert downloads.get(done) is None
+        # ...a failed download stays (a week), and can still be retried.
+        assert downloads.get(failed) is not None and downloads.retry_job(failed)
+        # Another queue of the database, which no policy covers, keeps its jobs.
+        assert downloads.q.get(other.id) is not None
+    with DownloadQueue(db_url) as reopened:  # the operator's change outlives a restart
+        declared = {p.status: p for p in reopened.q.retention_policies() if p.queue == QUEUE}
+        assert declared["completed"].keep_seconds == 0

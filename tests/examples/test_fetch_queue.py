@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from conveyor.maintenance import RetentionPruner
 from examples.fetch_queue.app import QUEUE, FetchBot, Settings, create_api
 from examples.fetch_queue.urls import InvalidUrl, normalise
 from tests.examples.conftest import run_module, wait_until
@@ -113,6 +114,38 @@ def test_a_cached_result_answers_for_its_time_then_is_fetched_again(open_bot: An
     time.sleep(1.1)
     fresh = api.post("/fetch", json={"fic_url": url, "requested_by": "bob"}).json()
     assert fresh["status"] == "pending" and fresh["job_id"] != first["job_id"]
+
+
+def test_the_queue_declares_its_retention_and_a_pruned_fetch_is_fetched_again(
+    open_bot: Any, db_url: str
+) -> None:
+    bot, api = open_bot(Settings(cache_ttl=3 * 86400.0, retry_delay=0.05))
+    declared = {p.status: p for p in bot.q.retention_policies() if p.queue == QUEUE}
+    assert {s: p.keep_seconds for s, p in declared.items()} == {
+        "completed": 3 * 86400.0,  # as long as a result answers (--cache-ttl), at least a day
+        "failed": 7 * 86400.0,
+        "cancelled": 86400.0,
+    }
+    assert not any(p.retire_keys for p in declared.values())
+    FetchBot(db_url, FAST).close()  # another server starts: the policies stay as they are
+    assert {p.keep_seconds for p in bot.q.retention_policies() if p.status == "completed"} == {
+        3 * 86400.0
+    }
+    # An operator prunes completed fetches at once; failed ones stay.
+    bot.q.set_retention("completed", 0, queue=QUEUE)
+    url, broken = "https://fics.example/works/43", "https://fics.example/works/44/missing"
+    first = api.post("/fetch", json={"fic_url": url, "requested_by": "ada"}).json()
+    failed = api.post("/fetch", json={"fic_url": broken, "requested_by": "ada"}).json()
+    wait_until(lambda: len(inbox(api, "ada")) == 2)
+    time.sleep(0.05)
+    assert RetentionPruner(bot.q, pause=0).run_once() == 1
+    assert bot.q.get(first["job_id"]) is None
+    # The URL's key is not retired: asking again fetches it afresh, and answers.
+    fresh = api.post("/fetch", json={"fic_url": url, "requested_by": "bob"})
+    assert fresh.status_code == 202 and fresh.json()["job_id"] != first["job_id"]
+    assert [m["status"] for m in wait_until(lambda: inbox(api, "bob"))] == ["done"]
+    again = api.post("/fetch", json={"fic_url": broken, "requested_by": "bob"}).json()
+    assert again["status"] == "error" and again["job_id"] == failed["job_id"]
 
 
 def test_an_error_is_reported_and_retry_asks_again(open_bot: Any) -> None:

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import time
+
 import conveyor
 from tests.worker.apps import record
 
@@ -11,6 +13,7 @@ storage = conveyor.App()
 
 
 @storage.task(name="storage.work")
-def work(ctx: conveyor.Context, n: int, pad: str = "") -> int:
+def work(ctx: conveyor.Context, n: int, pad: str = "", sleep: float = 0.0) -> int:
     record(f"{ctx.job.id} {ctx.claim_id}")
+    time.sleep(sleep)  # a run long enough to be under way when the database changes
     return n

@@ -5,6 +5,7 @@ before the run and freed to give the room back."""
 
 from __future__ import annotations
 
+import errno
 import sqlite3
 import subprocess
 from dataclasses import dataclass
@@ -68,3 +69,68 @@ def small_disk(kind: str, tmp: Path) -> SmallDisk:
             return SmallDisk("tmpfs", f"sqlite:///{path}", path, mount)
     path = tmp / "queue.db"
     return SmallDisk("max_pages", f"sqlite:///{path}?max_pages={MAX_PAGES}", path)
+
+
+@dataclass
+class FailingDisk:
+    """An ext4 file system on a loop device, mounted ``errors=remount-ro``: what a disk
+    does when it fails under a running program. The kernel refuses to remount a file
+    system read-only while files are open on it for writing (as a SQLite queue's are:
+    ``mount -o remount,ro`` answers "busy"); after an error it turns it read-only itself,
+    under the open files, and keeps it so until it is unmounted and checked."""
+
+    image: Path
+    device: str
+    mount: Path
+
+    def fail(self) -> None:
+        """An ext4 error, as a bad sector would cause: the file system goes read-only."""
+        trigger = Path("/sys/fs/ext4") / Path(self.device).name / "trigger_fs_error"
+        trigger.write_text("conveyor fault test\n")
+
+    def read_only(self) -> bool:
+        """Whether a file can be created on it (the mount flags may not show an error's
+        read-only state)."""
+        try:
+            (self.mount / "probe").touch()
+        except OSError as exc:
+            return exc.errno == errno.EROFS
+        (self.mount / "probe").unlink()
+        return False
+
+    def repair(self) -> None:
+        """What an operator does once every program let go of it: unmount, check, mount."""
+        _run("umount", str(self.mount))
+        subprocess.run(["e2fsck", "-fy", self.device], capture_output=True, check=False)
+        _run("mount", "-o", "errors=remount-ro", self.device, str(self.mount))
+
+    def release(self) -> None:
+        subprocess.run(["umount", "-l", str(self.mount)], capture_output=True, check=False)
+        subprocess.run(["losetup", "-d", self.device], capture_output=True, check=False)
+
+
+def _run(*command: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(command, capture_output=True, text=True, check=True)
+
+
+def failing_disk(tmp: Path, size_mb: int = 64) -> FailingDisk | str:
+    """A ``FailingDisk`` in ``tmp``, or why there cannot be one here."""
+    image, mount = tmp / "disk.img", tmp / "disk"
+    mount.mkdir()
+    with image.open("wb") as f:
+        f.truncate(size_mb << 20)
+    try:
+        _run("mkfs.ext4", "-q", "-F", "-O", "^has_journal", str(image))
+        device = _run("losetup", "-f", "--show", str(image)).stdout.strip()
+    except (OSError, subprocess.CalledProcessError) as exc:
+        return f"no loop device with ext4 here ({exc})"
+    disk = FailingDisk(image, device, mount)
+    try:
+        _run("mount", "-o", "errors=remount-ro", device, str(mount))
+    except subprocess.CalledProcessError as exc:
+        subprocess.run(["losetup", "-d", device], capture_output=True, check=False)
+        return f"mounting is not permitted here ({exc.stderr.strip()})"
+    if not (Path("/sys/fs/ext4") / Path(device).name / "trigger_fs_error").exists():
+        disk.release()
+        return "this kernel cannot be told to fail an ext4 file system"
+    return disk

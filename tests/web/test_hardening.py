@@ -136,7 +136,7 @@ def test_subscribers_are_bounded_per_job(db_url: str) -> None:
         listed = c.get(f"/api/jobs/{job_id}/subscribers").json()
         assert listed == {"subscribers": ["s0", "s1", "s2", "s3", "s4"], "truncated": False}
         queue: conveyor.Queue = app.state.conveyor.queue
-        for n in range(5, 9):  # the library takes any number: the list is cut
+        for n in range(5, 9):  # the library takes up to MAX_SUBSCRIBERS: the list is cut
             queue.enqueue("t", key="k", subscriber=f"s{n}")
         listed = c.get(f"/api/jobs/{job_id}/subscribers").json()
         assert len(listed["subscribers"]) == 5 and listed["truncated"] is True

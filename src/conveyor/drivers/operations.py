@@ -130,10 +130,31 @@ class LatestByKey(RowsOp):
 
 
 @dataclass(frozen=True, slots=True)
+class LockSubscribers(RowsOp):
+    """The job's row locked until the transaction ends (on SQLite, its write transaction
+    is the lock): callers adding subscribers to it take their turn, so each one's
+    ``AddSubscriber`` guard counts the subscribers the others committed."""
+
+    op: ClassVar[str] = "lock_subscribers"
+    job_id: int
+
+
+@dataclass(frozen=True, slots=True)
 class AddSubscriber(RowsOp):
-    """add subscriber"""
+    """The subscriber added to the job, unless it is there already or the job has
+    ``cap`` subscribers (the statement's guard)."""
 
     op: ClassVar[str] = "add_subscriber"
+    job_id: int
+    subscriber: str
+    cap: int
+
+
+@dataclass(frozen=True, slots=True)
+class HasSubscriber(RowsOp):
+    """One row when the subscriber is one of the job's."""
+
+    op: ClassVar[str] = "has_subscriber"
     job_id: int
     subscriber: str
 
@@ -1139,7 +1160,8 @@ class ParentJobs(RowsOp):
 class SaveRetention(CountOp):
     """One retention policy written (inserted, or replacing the one for the same
     queue, task and status); ``queue``/``task`` '' stand for any, ``keep_seconds`` None
-    keeps jobs for ever."""
+    keeps jobs for ever. A new policy only while fewer than ``cap`` exist: the
+    statement's guard (after ``LockRetention``), so writers at once cannot pass it."""
 
     op: ClassVar[str] = "save_retention"
     queue: str
@@ -1148,6 +1170,16 @@ class SaveRetention(CountOp):
     keep_seconds: float | None
     archive: str | None
     retire_keys: bool
+    cap: int
+
+
+@dataclass(frozen=True, slots=True)
+class LockRetention(RowsOp):
+    """The retention policies, locked until the transaction ends (on SQLite, its write
+    transaction is the lock): writers of new policies take their turn, so each one's
+    guard counts the policies the others committed."""
+
+    op: ClassVar[str] = "lock_retention"
 
 
 @dataclass(frozen=True, slots=True)

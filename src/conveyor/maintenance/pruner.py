@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from conveyor import validation as check
+from conveyor.contract import QueueAPI
 from conveyor.info import ExpiredJob
 from conveyor.job import Status
 from conveyor.ops.retention import archive_target, record
@@ -97,7 +98,7 @@ class RetentionPruner:
 
     def __init__(
         self,
-        queue: Queue,
+        queue: QueueAPI,
         *,
         batch: int = DEFAULT_BATCH,
         pause: Duration = DEFAULT_PAUSE,

@@ -20,6 +20,9 @@ DEFAULT_MAX_ATTEMPTS = 3
 MAX_CLAIM = 10_000
 MAX_LIST = 10_000
 MAX_JOB_ID = 2**63 - 1
+# Subscribers one job takes (each is told of its end); the write that adds one is
+# guarded by the count, so callers at once cannot pass it.
+MAX_SUBSCRIBERS = 1000
 
 
 @dataclass(frozen=True, slots=True)

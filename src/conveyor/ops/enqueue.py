@@ -11,10 +11,10 @@ from typing import Any, Unpack
 from conveyor import tracing
 from conveyor import validation as check
 from conveyor.drivers import operations as db
-from conveyor.errors import DuplicateJob, InvalidArgument
+from conveyor.errors import DuplicateJob, InvalidArgument, TooManySubscribers
 from conveyor.job import ACTIVE_STATUSES, FINAL_STATUSES, Job, Status
 from conveyor.ops import Announce, Call, LazyArgs, Once, Plan, Row, Values
-from conveyor.ops.defaults import Defaults, Duration, job_id
+from conveyor.ops.defaults import MAX_SUBSCRIBERS, Defaults, Duration, job_id
 from conveyor.ops.leases import recover_leases
 from conveyor.ops.retention import retired_job
 from conveyor.options import (
@@ -331,7 +331,15 @@ def dedupe(on_active: Any, cache_ttl: Any, on_failed: Any, on_completed: Any = "
 def _insert(v: Values, job: NewJob, policy: Dedupe, subscriber: str | None) -> Plan[Job]:
     found = yield from _insert_or_find(v, job, policy)
     if subscriber is not None and found.status in ACTIVE_STATUSES:
-        yield db.AddSubscriber(job_id=found.id, subscriber=subscriber)
+        # The insert's guard enforces the cap; callers at once take their turn on the
+        # job's row, so none passes it. Refused, the whole enqueue changes nothing.
+        yield db.LockSubscribers(job_id=found.id)
+        yield db.AddSubscriber(job_id=found.id, subscriber=subscriber, cap=MAX_SUBSCRIBERS)
+        if not (yield db.HasSubscriber(job_id=found.id, subscriber=subscriber)):
+            raise TooManySubscribers(
+                f"subscriber: job {found.id} has {MAX_SUBSCRIBERS} subscribers already; "
+                f"a job takes at most {MAX_SUBSCRIBERS}"
+            )
     return found
 
 

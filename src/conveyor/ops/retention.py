@@ -96,16 +96,16 @@ def set_retention(
     }
 
     def build(v: Values) -> Plan[RetentionPolicy]:
+        # The write's guard enforces the cap, so writers at once cannot pass it: a new
+        # policy past it writes nothing, and the transaction changes nothing.
+        yield db.LockRetention()
+        yield db.SaveRetention(**params, cap=MAX_POLICIES)
         rows = yield db.ListRetention()
         mine = (params["queue"], params["task"], params["status"])
-        if len(rows) >= MAX_POLICIES and mine not in {
-            (r["queue"], r["task"], r["status"]) for r in rows
-        }:
+        found = [r for r in rows if (r["queue"], r["task"], r["status"]) == mine]
+        if not found:
             raise InvalidArgument(f"retention: at most {MAX_POLICIES} policies")
-        yield db.SaveRetention(**params)
-        rows = yield db.ListRetention()
-        (row,) = [r for r in rows if (r["queue"], r["task"], r["status"]) == mine]
-        return _policy(v, row)
+        return _policy(v, found[0])
 
     wire = {**params, "queue": queue, "task": task, "keep": params["keep_seconds"]}
     del wire["keep_seconds"]

@@ -10,10 +10,13 @@ thread, started by the first ``wait_for_change`` (see ``watch.py``)."""
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
+import os
 import queue
 import sqlite3
+import tempfile
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
@@ -65,8 +68,9 @@ def _epoch_to_utc(value: float) -> datetime:
 
 
 class _SQLiteSession(Session):
-    def __init__(self, cursor: sqlite3.Cursor, queries: Statements) -> None:
+    def __init__(self, cursor: sqlite3.Cursor, queries: Statements, path: str) -> None:
         super().__init__()
+        self._path = path
         # Plain tuples, made into dicts below: sqlite3.Row finds a column by a linear,
         # case-insensitive scan of the names, which dominated decoding a claimed batch.
         cursor.row_factory = None
@@ -74,7 +78,7 @@ class _SQLiteSession(Session):
         self._queries = queries
 
     def all(self, query: str, params: Mapping[str, Any] | None = None) -> list[Row]:
-        with _translated():
+        with _translated(self._path):
             cur = self._cur.execute(self._queries.text(query, params), params or {})
             rows = cur.fetchall()
         if not rows:
@@ -83,20 +87,39 @@ class _SQLiteSession(Session):
         return [dict(zip(names, row, strict=True)) for row in rows]
 
     def execute(self, query: str, params: Mapping[str, Any] | None = None) -> int:
-        with _translated():
+        with _translated(self._path):
             return self._cur.execute(self._queries.text(query, params), params or {}).rowcount
 
 
 @contextmanager
-def _translated() -> Iterator[None]:
+def _translated(path: str) -> Iterator[None]:
     """Nothing above the backend sees ``sqlite3`` exceptions."""
     try:
         yield
     except sqlite3.Error as exc:
-        raise _translation(exc) from None
+        raise _translation(exc, path) from None
 
 
-def _translation(exc: sqlite3.Error) -> ConveyorError:
+def _read_only_file_system(path: str) -> bool:
+    """Whether the file system holding the database file refuses writes now: mounted
+    read-only, or turned so by the kernel after a disk error (which the mount flags may
+    not show: a file created and deleted beside the database tells)."""
+    if path == ":memory:" or path.startswith("file:"):
+        return False
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        if os.statvfs(directory).f_flag & os.ST_RDONLY:
+            return True
+        fd, probe = tempfile.mkstemp(prefix=".conveyor-probe-", dir=directory)
+    except OSError as exc:
+        return exc.errno == errno.EROFS
+    os.close(fd)
+    with suppress(OSError):
+        os.unlink(probe)
+    return False
+
+
+def _translation(exc: sqlite3.Error, path: str) -> ConveyorError:
     if isinstance(exc, sqlite3.IntegrityError):
         if "conveyor_jobs.queue, conveyor_jobs.key" in str(exc):
             return DuplicateJob("an active job with this key already exists")
@@ -106,6 +129,10 @@ def _translation(exc: sqlite3.Error) -> ConveyorError:
         return StorageFull(f"SQLite database or disk is full: {exc}")
     if primary == _SQLITE_READONLY or "readonly database" in str(exc):
         return StorageReadOnly(f"SQLite database is read-only: {exc}")
+    if primary == _SQLITE_IOERR and _read_only_file_system(path):
+        # A file system turned read-only under open files (remounted, or by the kernel
+        # after disk errors): SQLite sees its writes fail and says "disk I/O error".
+        return StorageReadOnly(f"SQLite database is read-only (its file system is): {exc}")
     if isinstance(exc, sqlite3.OperationalError) and ("locked" in str(exc) or "busy" in str(exc)):
         return DatabaseError(f"SQLite database is busy: {exc} (raise ?timeout=)")
     return DatabaseError(f"SQLite error: {exc}")
@@ -120,6 +147,7 @@ def _roll_back(conn: sqlite3.Connection) -> None:
 
 # Primary result codes (https://sqlite.org/rescode.html): an extended code's low byte.
 _SQLITE_READONLY = 8
+_SQLITE_IOERR = 10
 _SQLITE_FULL = 13
 
 
@@ -193,10 +221,10 @@ class SQLiteDriver(Driver):
                 yield session
             return
         with self._lock:
-            with _translated():  # a closed connection fails here, as ProgrammingError
+            with _translated(self.path):  # a closed connection fails here, as ProgrammingError
                 cur = self._conn.cursor()
                 cur.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-            session = _SQLiteSession(cur, self._queries)
+            session = _SQLiteSession(cur, self._queries, self.path)
             try:
                 yield session
             except BaseException:
@@ -208,7 +236,7 @@ class SQLiteDriver(Driver):
                 # A COMMIT that fails (a full disk, a read-only file) leaves the
                 # transaction open: end it, or the connection's next BEGIN fails too.
                 _roll_back(self._conn)
-                raise _translation(exc) from None
+                raise _translation(exc, self.path) from None
         if session.queues_touched or session.jobs_finished:
             self._announce()
 
@@ -228,7 +256,7 @@ class SQLiteDriver(Driver):
                 cur = self._conn.execute(self._queries[op.op], op.params())
                 found = cur.fetchall()
             except sqlite3.Error as exc:
-                raise _translation(exc) from None
+                raise _translation(exc, self.path) from None
         if not found:
             return []
         names = [column[0] for column in cur.description]
@@ -241,11 +269,11 @@ class SQLiteDriver(Driver):
     def _reading(self) -> Iterator[Session]:
         """A read transaction on a connection of its own, taken from the idle ones."""
         with self._read_cursor() as cur:
-            yield _SQLiteSession(cur, self._queries)
+            yield _SQLiteSession(cur, self._queries, self.path)
 
     @contextmanager
     def _read_cursor(self) -> Iterator[sqlite3.Cursor]:
-        with _translated():
+        with _translated(self.path):
             if self._closed:
                 raise sqlite3.ProgrammingError("Cannot operate on a closed database.")
             try:
@@ -273,12 +301,12 @@ class SQLiteDriver(Driver):
                 f"conn: expected a sqlite3.Connection for a SQLite queue, got {type(conn).__name__}"
             )
         # A cursor of our own: the caller's row factory stays untouched.
-        return _SQLiteSession(conn.cursor(), self._queries)
+        return _SQLiteSession(conn.cursor(), self._queries, self.path)
 
     # -- schema ---------------------------------------------------------------------
     def migrate(self, target: int | None = None) -> list[int]:
         applied: list[int] = []
-        with self._lock, _translated():
+        with self._lock, _translated(self.path):
             cur = self._conn.cursor()
             cur.execute("BEGIN IMMEDIATE")  # one migrator at a time, across processes
             try:
@@ -305,17 +333,17 @@ class SQLiteDriver(Driver):
 
     def schema_version(self) -> int:
         if self.path == ":memory:":
-            with self._lock, _translated():
+            with self._lock, _translated(self.path):
                 return _schema_version(self._conn.cursor())
         # A read: on a reader's connection, so a health check never waits for a writer.
-        with self._read_cursor() as cur, _translated():
+        with self._read_cursor() as cur, _translated(self.path):
             return _schema_version(cur)
 
     def latest_version(self) -> int:
         return self._migrations[-1].version
 
     def drop_schema(self) -> None:
-        with self._lock, _translated():
+        with self._lock, _translated(self.path):
             names = [
                 r[0]
                 for r in self._conn.execute(
@@ -331,7 +359,7 @@ class SQLiteDriver(Driver):
 
     def describe_schema(self) -> list[str]:
         out = []
-        with self._lock, _translated():
+        with self._lock, _translated(self.path):
             objects = self._conn.execute(
                 "SELECT type, name, tbl_name, sql FROM sqlite_master"
                 " WHERE name LIKE 'conveyor%' AND name != 'conveyor_migrations'"
@@ -415,7 +443,7 @@ class SQLiteDriver(Driver):
 
     # -- lifecycle ------------------------------------------------------------------
     def ping(self) -> None:
-        with self._lock, _translated():
+        with self._lock, _translated(self.path):
             self._conn.execute("SELECT 1").fetchone()
 
     def close(self) -> None:

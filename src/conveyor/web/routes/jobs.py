@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 from fastapi import Query, Request, Response
 
 from conveyor.aio.queue import AsyncQueue
-from conveyor.errors import InvalidArgument, JobNotFound
+from conveyor.errors import InvalidArgument, JobNotFound, TooManySubscribers
 from conveyor.job import Job, Status
 from conveyor.ops.defaults import MAX_JOB_ID
 from conveyor.ops.enqueue import enqueue as enqueue_call
@@ -303,8 +303,9 @@ def subscribers(job_id: JobIdPath, state: State) -> dict[str, Any]:
 def _check_subscribers(state: ServerState, joining: list[tuple[str, str, str]]) -> None:
     """Refuse subscribers that would take an active job past ``max_subscribers``.
 
-    Checked here, before the enqueue, from what the database holds now: requests racing
-    each other can pass the cap by a few (the library takes any number)."""
+    Checked here, before the enqueue, for a server's own ``max_subscribers`` from what
+    the database holds now; the library's cap (``MAX_SUBSCRIBERS``) is the enqueue's
+    own guarded write, which requests at once cannot pass."""
     cap = state.limits.max_subscribers
     if len(joining) > cap:
         raise TooManySubscribers(
@@ -324,10 +325,6 @@ def _check_subscribers(state: ServerState, joining: list[tuple[str, str, str]]) 
                 f"subscriber: job {active.id} has {len(present)} subscribers already; "
                 f"a job takes at most {cap}"
             )
-
-
-class TooManySubscribers(InvalidArgument):
-    code = "too_many_subscribers"
 
 
 def _existing(queue: Queue, job_id: int) -> Job:

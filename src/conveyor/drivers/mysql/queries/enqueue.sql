@@ -48,10 +48,22 @@ WHERE queue = :queue AND `key` = :key AND (:task IS NULL OR task = :task)
 ORDER BY id DESC
 LIMIT 1;
 
+-- name: lock_subscribers
+-- Callers adding subscribers to the job take their turn: each one's guard below then
+-- counts what the others committed (READ COMMITTED).
+SELECT id FROM conveyor_jobs WHERE id = :job_id FOR UPDATE;
+
 -- name: add_subscriber
+-- Unless the job has :cap subscribers already.
 INSERT INTO conveyor_subscribers (job_id, subscriber, created_at)
-VALUES (:job_id, :subscriber, {now})
-ON DUPLICATE KEY UPDATE job_id = job_id;
+SELECT :job_id, :subscriber, {now}
+FROM DUAL
+WHERE (SELECT count(*) FROM conveyor_subscribers WHERE job_id = :job_id) < :cap
+ON DUPLICATE KEY UPDATE job_id = conveyor_subscribers.job_id;
+
+-- name: has_subscriber
+SELECT 1 AS found FROM conveyor_subscribers
+WHERE job_id = :job_id AND subscriber = :subscriber;
 
 -- name: mark_dependencies_lock
 -- The jobs a new job runs after, locked so none can finish unseen before the new job's

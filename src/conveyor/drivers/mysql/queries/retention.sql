@@ -1,9 +1,20 @@
 -- Retention policies and the pruning they lead to.
 
+-- name: lock_retention
+-- Writers of policies take their turn: each one's guard below then counts what the
+-- others committed (READ COMMITTED: each statement reads the latest commits).
+SELECT queue, task, status FROM conveyor_retention FOR UPDATE;
+
 -- name: save_retention
+-- A new policy only while fewer than :cap exist; the one of (queue, task, status) is
+-- replaced whatever their number.
 INSERT INTO conveyor_retention
     (queue, task, status, keep_seconds, archive, retire_keys, updated_at)
-VALUES (:queue, :task, :status, :keep_seconds, :archive, :retire_keys, {now})
+SELECT :queue, :task, :status, :keep_seconds, :archive, :retire_keys, {now}
+FROM DUAL
+WHERE (SELECT count(*) FROM conveyor_retention) < :cap
+   OR EXISTS (SELECT 1 FROM conveyor_retention
+              WHERE queue = :queue AND task = :task AND status = :status)
 ON DUPLICATE KEY UPDATE
     keep_seconds = VALUES(keep_seconds), archive = VALUES(archive),
     retire_keys = VALUES(retire_keys), updated_at = VALUES(updated_at);

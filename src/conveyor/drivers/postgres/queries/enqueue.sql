@@ -51,10 +51,21 @@ WHERE queue = :queue AND key = :key AND (:task::text IS NULL OR task = :task)
 ORDER BY id DESC
 LIMIT 1;
 
+-- name: lock_subscribers
+-- Callers adding subscribers to the job take their turn: each one's guard below then
+-- counts what the others committed (a statement's snapshot is taken after the lock).
+SELECT id FROM {schema}.conveyor_jobs WHERE id = :job_id FOR NO KEY UPDATE;
+
 -- name: add_subscriber
+-- Unless the job has :cap subscribers already.
 INSERT INTO {schema}.conveyor_subscribers (job_id, subscriber, created_at)
-VALUES (:job_id, :subscriber, now())
+SELECT :job_id, :subscriber, now()
+WHERE (SELECT count(*) FROM {schema}.conveyor_subscribers WHERE job_id = :job_id) < :cap
 ON CONFLICT DO NOTHING;
+
+-- name: has_subscriber
+SELECT 1 AS found FROM {schema}.conveyor_subscribers
+WHERE job_id = :job_id AND subscriber = :subscriber;
 
 -- name: mark_dependencies
 -- The jobs a new job runs after learn that it waits on them; returns their states. The

@@ -1,9 +1,19 @@
 -- Retention policies and the pruning they lead to.
 
+-- name: lock_retention
+-- Writers of policies take their turn: each one's guard below then counts what the
+-- others committed (a statement's snapshot is taken after the lock is granted).
+SELECT queue, task, status FROM {schema}.conveyor_retention FOR UPDATE;
+
 -- name: save_retention
+-- A new policy only while fewer than :cap exist; the one of (queue, task, status) is
+-- replaced whatever their number.
 INSERT INTO {schema}.conveyor_retention
     (queue, task, status, keep_seconds, archive, retire_keys, updated_at)
-VALUES (:queue, :task, :status, :keep_seconds, :archive, :retire_keys, now())
+SELECT :queue, :task, :status, :keep_seconds, :archive, :retire_keys, now()
+WHERE (SELECT count(*) FROM {schema}.conveyor_retention) < :cap
+   OR EXISTS (SELECT 1 FROM {schema}.conveyor_retention
+              WHERE queue = :queue AND task = :task AND status = :status)
 ON CONFLICT (queue, task, status) DO UPDATE
 SET keep_seconds = excluded.keep_seconds, archive = excluded.archive,
     retire_keys = excluded.retire_keys, updated_at = excluded.updated_at;

@@ -48,10 +48,20 @@ WHERE queue = :queue AND key = :key AND (:task IS NULL OR task = :task)
 ORDER BY id DESC
 LIMIT 1;
 
+-- name: lock_subscribers
+-- SQLite's write transaction is the lock.
+SELECT id FROM conveyor_jobs WHERE id = :job_id;
+
 -- name: add_subscriber
+-- Unless the job has :cap subscribers already.
 INSERT INTO conveyor_subscribers (job_id, subscriber, created_at)
-VALUES (:job_id, :subscriber, {now})
+SELECT :job_id, :subscriber, {now}
+WHERE (SELECT count(*) FROM conveyor_subscribers WHERE job_id = :job_id) < :cap
 ON CONFLICT DO NOTHING;
+
+-- name: has_subscriber
+SELECT 1 AS found FROM conveyor_subscribers
+WHERE job_id = :job_id AND subscriber = :subscriber;
 
 -- name: mark_dependencies
 -- The jobs a new job runs after learn that it waits on them; returns their states.

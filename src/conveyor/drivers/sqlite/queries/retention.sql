@@ -1,8 +1,17 @@
 -- Retention policies and the pruning they lead to.
 
+-- name: lock_retention
+-- SQLite's write transaction is the lock.
+SELECT queue, task, status FROM conveyor_retention;
+
 -- name: save_retention
+-- A new policy only while fewer than :cap exist; the one of (queue, task, status) is
+-- replaced whatever their number.
 INSERT INTO conveyor_retention (queue, task, status, keep_seconds, archive, retire_keys, updated_at)
-VALUES (:queue, :task, :status, :keep_seconds, :archive, :retire_keys, {now})
+SELECT :queue, :task, :status, :keep_seconds, :archive, :retire_keys, {now}
+WHERE (SELECT count(*) FROM conveyor_retention) < :cap
+   OR EXISTS (SELECT 1 FROM conveyor_retention
+              WHERE queue = :queue AND task = :task AND status = :status)
 ON CONFLICT (queue, task, status) DO UPDATE
 SET keep_seconds = excluded.keep_seconds, archive = excluded.archive,
     retire_keys = excluded.retire_keys, updated_at = excluded.updated_at;
