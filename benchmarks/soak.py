@@ -218,7 +218,7 @@ def soak(url: str, *, rate: float | None, duration: float, every: float, workers
             next_sample = started + every
             while (now := time.monotonic()) - started < duration:
                 due = int((now - started) * rate)
-                while enqueued + errors < due:
+                if enqueued + errors < due:  # one request a turn: samples stay on time
                     n = min(BATCH, due - enqueued - errors)
                     answer = http.post("/api/jobs/batch", json=_batch(enqueued, n))
                     if answer.status_code == 201:

@@ -606,7 +606,7 @@ class AsyncQueueAPI(ABC):
         apart so concurrent writers never wait on a shared counter; workers fold them
         as part of their upkeep). Returns how many changes were folded."""
         folded, more = await self._run(reading.fold_counts())
-        while more:  # a batch per transaction (MySQL): short ones, in one lock order
+        while more:
             batch, more = await self._run(reading.fold_counts())
             folded += batch
         return folded
