@@ -13,7 +13,9 @@ database's size on disk, the backlog and the jobs completed. ``--rate half`` fir
 measures the maximum for ``--calibrate`` seconds (enqueueing as fast as the server takes
 batches while the workers drain; the rate the jobs complete) and then soaks at half of
 it. ``--retention SECONDS`` stores a policy keeping completed and failed jobs that long,
-which the workers apply while the load runs. Writes a CSV and a chart
+which the workers apply while the load runs. On a PostgreSQL server whose autovacuum is
+off, the soak runs ``VACUUM`` on conveyor's tables after every sample, as autovacuum
+would. Writes a CSV and a chart
 (PNG with matplotlib when it is installed, else an SVG drawn here) and prints a
 summary. Nothing is asserted: these are figures to read."""
 
@@ -100,6 +102,31 @@ def database_size_mb(url: str) -> float:
     return float(row[0] if row else 0) / 1e6
 
 
+def vacuum_postgres(url: str) -> None:
+    """``VACUUM`` conveyor's busiest tables, as autovacuum would: for a server whose
+    autovacuum is off, where dead rows would otherwise pile up for the whole run."""
+    import psycopg
+
+    parts = urlsplit(url)
+    query = dict(parse_qsl(parts.query))
+    schema = query.pop("schema", "public")
+    conninfo = urlunsplit(parts._replace(query=urlencode(query)))
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        for table in ("conveyor_jobs", "conveyor_count_deltas"):
+            conn.execute(f'VACUUM "{schema}".{table}')
+
+
+def autovacuum_off(url: str) -> bool:
+    import psycopg
+
+    parts = urlsplit(url)
+    query = dict(parse_qsl(parts.query))
+    query.pop("schema", None)
+    with psycopg.connect(urlunsplit(parts._replace(query=urlencode(query)))) as conn:
+        row = conn.execute("SHOW autovacuum").fetchone()
+    return bool(row and row[0] == "off")
+
+
 def _percentile(values: list[float], p: float) -> float:
     if not values:
         return 0.0
@@ -175,6 +202,9 @@ def soak(url: str, *, rate: float | None, duration: float, every: float, workers
          calibration: float = 60.0) -> tuple[list[dict[str, float]], float]:  # fmt: skip
     """The samples, and the rate the run held (``rate``, or half the one measured)."""
     q = conveyor.connect(url)
+    vacuum = url.startswith("postgres") and autovacuum_off(url)
+    if vacuum:
+        print("this server's autovacuum is off: the soak vacuums after every sample", flush=True)
     if retention is not None:
         for status in ("completed", "failed"):
             for queue in (QUEUE, PROBE_QUEUE):
@@ -229,6 +259,8 @@ def soak(url: str, *, rate: float | None, duration: float, every: float, workers
                     rows.append(_sample(q, url, now - started, worker_procs, server, probe,
                                         enqueued, errors))  # fmt: skip
                     print(_line(rows[-1]), flush=True)
+                    if vacuum:
+                        vacuum_postgres(url)
                     next_sample += every
                 time.sleep(min(0.05, max(0.0, next_sample - time.monotonic())))
             rows.append(_sample(q, url, time.monotonic() - started, worker_procs, server,
