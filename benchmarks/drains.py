@@ -376,11 +376,16 @@ def drain(system: DrainSystem, n: int, processes: int, workdir: Path, pg_url: st
           mariadb_url: str = MARIADB_URL) -> dict[str, Any]:  # fmt: skip
     """Drain ``n`` jobs with ``processes`` worker processes (the system's fixed count if it
     has one); returns jobs/s, the processes used and, where clocked, the write lock held."""
+    with fresh_database(system.backend, workdir, pg_url, mariadb_url) as db:
+        return drain_on(system, db, n, processes, workdir)
+
+
+def drain_on(system: DrainSystem, db: str, n: int, processes: int,
+             workdir: Path) -> dict[str, Any]:  # fmt: skip
+    """``drain`` on a database that exists (a SQLite path or a server URL): the system's
+    fill adds ``n`` pending jobs to whatever it holds."""
     processes = system.processes or processes
-    with (
-        fresh_database(system.backend, workdir, pg_url, mariadb_url) as db,
-        sqlite_dir(str(workdir)) as logs,
-    ):
+    with sqlite_dir(str(workdir)) as logs:
         run = Run(db, logs, n, processes)
         system.fill(run)
         os.sync()

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 import conveyor
-from benchmarks import report, run
+from benchmarks import growth, report, run
 from benchmarks.harness import Figure, summarise
 from conveyor.cli import app
 from conveyor.cli import bench as workloads
@@ -151,6 +151,36 @@ def test_the_suite_runs_every_workload_on_both_databases(tmp_path: Path) -> None
     for peer, package in (("huey", "huey"), ("litequeue", "litequeue")):
         if _installed(package):
             assert peer in peers
+
+
+def test_the_growth_benchmark_fills_measures_and_judges_each_size(tmp_path: Path) -> None:
+    backends = "sqlite" if postgres_problem() else "sqlite,postgresql"
+    out = tmp_path / "growth.md"
+    code = growth.main(["--sizes", "200,1000", "--backends", backends, "--pg", PG_URL,
+                        "--drain", "40", "--drain-runs", "1", "--processes", "2",
+                        "--rounds", "3", "--budget", "0.1", "--workdir", str(tmp_path),
+                        "--out", str(out)])  # fmt: skip
+    assert code == 0
+    text = out.read_text()
+    for backend in backends.split(","):
+        section = text.split(f"## {backend}")[1].split("## ")[0]
+        assert "| worker drain, jobs/s (target >= 0.90) |" in section
+        for name in ("console: running jobs", "console: jobs with a key", "task_stats()",
+                     "download queue: dequeue()"):  # fmt: skip
+            assert f"| {name}, p50 ms |" in section
+        assert "| measure | 200 | 1k | 1k / 200 |" in section
+
+
+def test_the_growth_fill_gives_each_status_its_share() -> None:
+    # Of every 97 jobs, 87 completed, 7 failed and 3 cancelled; jobs 1..n, i % 97 decides.
+    assert growth.expected_counts(97) == {"completed": 87, "failed": 7, "cancelled": 3}
+    for n in (1, 96, 1000, 12_345):
+        shares = [i % 97 for i in range(1, n + 1)]
+        assert growth.expected_counts(n) == {
+            "completed": sum(r < 87 for r in shares),
+            "failed": sum(87 <= r < 94 for r in shares),
+            "cancelled": sum(r >= 94 for r in shares),
+        }
 
 
 def _installed(package: str) -> bool:

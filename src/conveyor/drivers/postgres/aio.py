@@ -23,6 +23,7 @@ from conveyor.drivers.postgres.dialect import (
     in_own_block,
     notification,
     one_line,
+    prepare,
     read_as_conveyor,
     translated,
 )
@@ -50,7 +51,9 @@ class _AsyncPostgresSession(AsyncSession):
 
     async def all(self, query: str, params: Mapping[str, Any] | None = None) -> list[Row]:
         with translated():
-            await self._cur.execute(self._queries.text(query, params), params or {})
+            await self._cur.execute(
+                self._queries.text(query, params), params or {}, prepare=prepare(query)
+            )
             rows: list[Row] = list(await self._cur.fetchall()) if self._cur.description else []
             return rows
 

@@ -41,6 +41,21 @@ _ERRORS_KEPT = (
     "(CASE WHEN jsonb_array_length(coalesce(errors, '[]'::jsonb)) >= 20"
     " THEN errors - 0 ELSE coalesce(errors, '[]'::jsonb) END)"
 )
+# Statements planned at every call, never prepared. psycopg prepares a statement run five
+# times, and PostgreSQL may then keep one generic plan for every value of its parameters:
+# for the job lists that plan walks the primary key (right for a status most jobs have,
+# such as completed), and a list of the few pending or running jobs, or of one queue's,
+# then read every finished job before them (benchmarks/growth.py). Planned with its
+# values, each call gets the index its filter needs; planning costs a fraction of a
+# millisecond, and these are reads of pages for people, not the hot path.
+PLANNED_PER_CALL = frozenset({"list_jobs", "list_jobs_newest"})
+
+
+def prepare(query: str) -> bool | None:
+    """psycopg's ``prepare`` argument for a named statement (None: its default)."""
+    return False if query in PLANNED_PER_CALL else None
+
+
 # Keep NOTIFY payloads well under PostgreSQL's 8000-byte limit.
 _MAX_PAYLOAD = 4000
 

@@ -26,6 +26,7 @@ from conveyor.drivers.postgres.dialect import (
     in_own_block,
     notification,
     one_line,
+    prepare,
     read_as_conveyor,
     translated,
 )
@@ -49,7 +50,9 @@ class _PostgresSession(Session):
 
     def all(self, query: str, params: Mapping[str, Any] | None = None) -> list[Row]:
         with translated():
-            self._cur.execute(self._queries.text(query, params), params or {})
+            self._cur.execute(
+                self._queries.text(query, params), params or {}, prepare=prepare(query)
+            )
             rows: list[Row] = list(self._cur.fetchall()) if self._cur.description else []
             return rows
 
