@@ -41,7 +41,7 @@ def builder(cls: type[T]) -> Callable[..., T]:
         f"_Unfrozen{cls.__name__}",
         specs,
         bases=cls.__dict__.get("__orig_bases__", cls.__bases__),  # Generic[T] as written
-        namespace={"__post_init__": becomes},
+        namespace={"__post_init__": becomes, "twin_of": cls},
         kw_only=True,
         slots=True,
         repr=False,
@@ -58,8 +58,14 @@ def builder(cls: type[T]) -> Callable[..., T]:
     return cast(Callable[..., T], twin)
 
 
+def is_twin(cls: type) -> bool:
+    """Whether ``cls`` is a twin made by ``builder`` (a subclass of the same bases as
+    its frozen class, which code that walks ``__subclasses__()`` should pass over)."""
+    return "twin_of" in cls.__dict__
+
+
 def _required(f: dataclasses.Field[Any]) -> bool:
     return f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
 
 
-__all__ = ["builder"]
+__all__ = ["builder", "is_twin"]

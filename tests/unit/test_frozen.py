@@ -8,8 +8,8 @@ from typing import Any, Generic, TypeVar
 
 import pytest
 
-from conveyor.drivers.operations import InsertJob
-from conveyor.frozen import builder
+from conveyor.drivers.operations import InsertJob, all_operations
+from conveyor.frozen import builder, is_twin
 from conveyor.job import Job, Status
 
 T = TypeVar("T")
@@ -80,3 +80,10 @@ def test_only_frozen_dataclasses_with_slots() -> None:
     for cls in (NoSlots, NotFrozen, int):
         with pytest.raises(TypeError, match="frozen dataclass with slots"):
             builder(cls)
+
+
+def test_the_operations_a_driver_must_run_are_the_frozen_classes() -> None:
+    builder(InsertJob)  # its twin subclasses the same base
+    found = all_operations()
+    assert found["insert_job"] is InsertJob
+    assert not any(is_twin(cls) for cls in found.values())
