@@ -22,6 +22,7 @@ from operator import attrgetter
 from typing import Any, ClassVar, Generic, TypeVar
 
 from conveyor.drivers.values import Row
+from conveyor.frozen import is_twin
 
 R = TypeVar("R")
 
@@ -1263,5 +1264,6 @@ def all_operations() -> dict[str, type[Operation[Any]]]:
     found: dict[str, type[Operation[Any]]] = {}
     for base in (RowsOp, CountOp):
         for cls in base.__subclasses__():
-            found[cls.op] = cls
+            if not is_twin(cls):  # conveyor.frozen's builders subclass the bases too
+                found[cls.op] = cls
     return dict(sorted(found.items()))

@@ -25,6 +25,7 @@ from conveyor.drivers.sql import Migration, load_migrations, load_queries
 from conveyor.drivers.values import Values
 from conveyor.errors import (
     ConfigurationError,
+    ConveyorError,
     DatabaseError,
     DatabaseUnavailable,
     DuplicateJob,
@@ -148,6 +149,8 @@ def in_own_block(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -
 
 def notification(queues: Iterable[str], finished: Iterable[int]) -> str | None:
     """The NOTIFY payload saying which queues got claimable jobs and which jobs finished."""
+    if type(queues) is tuple and len(queues) == 1 and finished == ():
+        return _queue_touched(queues[0])  # every enqueue: one queue, nothing finished
     touched, done = sorted(set(queues)), sorted(set(finished))
     if not (touched or done):
         return None
@@ -180,22 +183,27 @@ def translated() -> Iterator[None]:
     """Nothing above the backend sees ``psycopg`` exceptions."""
     try:
         yield
-    except pgerrors.UniqueViolation as exc:
-        if "conveyor_jobs_active_key" in str(exc):
-            raise DuplicateJob("an active job with this key already exists") from None
-        raise DatabaseError(f"PostgreSQL unique violation: {exc}") from None
-    except (pgerrors.DataException, pgerrors.NumericValueOutOfRange) as exc:
-        raise InvalidArgument(f"PostgreSQL refused a value: {exc}") from None
-    except pgerrors.DiskFull as exc:
-        raise StorageFull(f"PostgreSQL is out of disk space: {one_line(exc)}") from None
-    except pgerrors.ReadOnlySqlTransaction as exc:
-        raise StorageReadOnly(f"PostgreSQL accepts no writes: {one_line(exc)}") from None
-    except PoolTimeout as exc:
-        raise DatabaseUnavailable(f"no PostgreSQL connection available: {exc}") from None
     except psycopg.Error as exc:
-        if unavailable(exc):
-            raise DatabaseUnavailable(f"PostgreSQL is unavailable: {one_line(exc)}") from None
-        raise DatabaseError(f"PostgreSQL error: {exc}") from None
+        raise translation(exc) from None
+
+
+def translation(exc: psycopg.Error) -> ConveyorError:
+    """The error to raise for a ``psycopg`` one (the pool's timeouts included)."""
+    if isinstance(exc, pgerrors.UniqueViolation):
+        if "conveyor_jobs_active_key" in str(exc):
+            return DuplicateJob("an active job with this key already exists")
+        return DatabaseError(f"PostgreSQL unique violation: {exc}")
+    if isinstance(exc, pgerrors.DataException):  # NumericValueOutOfRange among them
+        return InvalidArgument(f"PostgreSQL refused a value: {exc}")
+    if isinstance(exc, pgerrors.DiskFull):
+        return StorageFull(f"PostgreSQL is out of disk space: {one_line(exc)}")
+    if isinstance(exc, pgerrors.ReadOnlySqlTransaction):
+        return StorageReadOnly(f"PostgreSQL accepts no writes: {one_line(exc)}")
+    if isinstance(exc, PoolTimeout):
+        return DatabaseUnavailable(f"no PostgreSQL connection available: {exc}")
+    if unavailable(exc):
+        return DatabaseUnavailable(f"PostgreSQL is unavailable: {one_line(exc)}")
+    return DatabaseError(f"PostgreSQL error: {exc}")
 
 
 # Seconds a pool keeps trying to replace a connection the server refused, backing off

@@ -29,6 +29,7 @@ from conveyor.drivers.postgres.dialect import (
     prepare,
     read_as_conveyor,
     translated,
+    translation,
 )
 from conveyor.drivers.sql import Statements
 from conveyor.drivers.values import Row
@@ -150,8 +151,9 @@ class PostgresDriver(PostgresValues, Driver):
             params = {**params, "notify_channel": self.channel, "notify_payload": payload}
         # Pool connections are in autocommit mode: the statement commits on its own, so
         # the connection is taken and given back without the transaction handling of
-        # ``pool.connection()`` (a commit call and its lock): this is every enqueue's path.
-        with self._watching(), translated():
+        # ``pool.connection()`` (a commit call and its lock): this is every enqueue's path,
+        # which is also why ``_watching()`` and ``translated()`` are written out here.
+        try:
             pooled = self._pool.getconn(self._checkout_timeout())
             try:
                 cur = pooled.cursor(row_factory=dict_row)
@@ -159,6 +161,14 @@ class PostgresDriver(PostgresValues, Driver):
                 rows: list[Row] = list(cur.fetchall()) if cur.description else []
             finally:
                 self._pool.putconn(pooled)
+        except psycopg.Error as exc:
+            error = translation(exc)
+            if isinstance(error, DatabaseUnavailable):
+                self._down = True
+            raise error from None
+        if self._down:
+            self._down = False
+            self._pool.check()
         if rows and payload is not None:
             self._announce()
         return rows
