@@ -113,10 +113,10 @@ LIMIT :limit;
 
 -- name: end_leases_lock
 -- :items is a JSON array of {"id", "claim_id", "again", "error", "cause"}. Guarded: the
--- same claim, still expired. Not through a status index (see reports.sql,
+-- same claim, still expired. By the primary key alone (see reports.sql,
 -- claimed_items_lock).
 SELECT id, status, has_dependents FROM conveyor_jobs
-  IGNORE INDEX (conveyor_jobs_status, conveyor_jobs_status_id)
+  FORCE INDEX (PRIMARY)
 WHERE (id, claim_id) IN (
           SELECT id, claim_id FROM JSON_TABLE(:items, '$[*]' COLUMNS (
               id BIGINT PATH '$.id', claim_id {text} PATH '$.claim_id')) AS t)
