@@ -413,7 +413,7 @@ def measure_size(backend: str, size: int, args: argparse.Namespace, workdir: Pat
         log(f"[{backend}] filled {size:,} in {fill_s:.1f} s; stats() agrees")
         add_pending(q)
         db.settle()
-        with DownloadQueue(q, keep_finished=None) as dq:
+        with DownloadQueue(q, retention=None) as dq:  # the filled history stays
             latencies = time_reads(reads(q, dq), args.rounds, args.budget)
         for name, lat in latencies.items():
             log(f"  {name:36} p50 {lat.p50:9.3f} ms  p99 {lat.p99:9.3f} ms  ({lat.count})")
