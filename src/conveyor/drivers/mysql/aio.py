@@ -14,7 +14,12 @@ import aiomysql
 import pymysql
 
 from conveyor.drivers.aio import AsyncDriver, AsyncSession
-from conveyor.drivers.mysql.dialect import MySQLValues, Server, translated, translation
+from conveyor.drivers.mysql.dialect import (
+    MySQLValues,
+    Server,
+    connect_failure,
+    translated,
+)
 from conveyor.drivers.mysql.handlers import Change, Rows, Step
 from conveyor.drivers.mysql.session import (
     ASYNC_HANDLERS,
@@ -32,7 +37,6 @@ from conveyor.drivers.sql import Statements
 from conveyor.drivers.values import Row
 from conveyor.errors import (
     DatabaseError,
-    DatabaseUnavailable,
     InvalidArgument,
     TransactionConflict,
 )
@@ -87,22 +91,8 @@ class AsyncMySQLDriver(MySQLValues, AsyncDriver):
     async def open(self) -> None:
         try:
             conn = await aiomysql.connect(**self._kwargs())
-        except pymysql.Error as exc:
-            # As the synchronous driver says it: a server that cannot be reached is
-            # unavailable (worth waiting for); one that refuses us is a plain error.
-            why = translation(exc)
-            if isinstance(why, DatabaseUnavailable):
-                reason = exc.args[1] if len(exc.args) > 1 else exc
-                raise DatabaseUnavailable(
-                    f"cannot connect to MySQL at {self.describe()}: {reason}"
-                ) from None
-            raise DatabaseError(
-                f"cannot connect to MySQL at {self.describe()}: {why.message}"
-            ) from None
-        except OSError as exc:  # a timeout included
-            raise DatabaseUnavailable(
-                f"cannot connect to MySQL at {self.describe()}: {exc or type(exc).__name__}"
-            ) from None
+        except (pymysql.Error, OSError) as exc:  # a timeout included
+            raise connect_failure(exc, self.describe()) from None
         try:
             async with conn.cursor() as cur:
                 await cur.execute("SELECT VERSION(), @@innodb_autoinc_lock_mode")

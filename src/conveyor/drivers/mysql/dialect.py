@@ -285,6 +285,20 @@ def translation(exc: BaseException) -> ConveyorError:
     return DatabaseError(f"MySQL error {code}: {message}")
 
 
+def connect_failure(exc: BaseException, where: str) -> ConveyorError:
+    """Why a connection to ``where`` could not be made: a server that cannot be reached
+    is unavailable (worth waiting for; a timeout included), one that refuses us is a
+    plain error. Both drivers, sync and async, say it alike."""
+    if not is_driver_error(exc):  # an OSError of the socket, before the protocol began
+        return DatabaseUnavailable(f"cannot connect to MySQL at {where}: "
+                                   f"{exc or type(exc).__name__}")  # fmt: skip
+    why = translation(exc)
+    if isinstance(why, DatabaseUnavailable):
+        reason = exc.args[1] if len(exc.args) > 1 else exc
+        return DatabaseUnavailable(f"cannot connect to MySQL at {where}: {reason}")
+    return DatabaseError(f"cannot connect to MySQL at {where}: {why.message}")
+
+
 @contextmanager
 def translated() -> Iterator[None]:
     """Nothing above the backend sees driver exceptions."""

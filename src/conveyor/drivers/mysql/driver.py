@@ -29,6 +29,7 @@ from conveyor.drivers.base import Driver, Session
 from conveyor.drivers.mysql.dialect import (
     MySQLValues,
     Server,
+    connect_failure,
     migration_statements,
     translated,
     translation,
@@ -201,15 +202,7 @@ class MySQLDriver(MySQLValues, Driver):
                 for statement in SESSION_SETUP:
                     cur.execute(statement)
         except pymysql.Error as exc:
-            why = translation(exc)
-            if isinstance(why, DatabaseUnavailable):
-                reason = exc.args[1] if len(exc.args) > 1 else exc
-                raise DatabaseUnavailable(
-                    f"cannot connect to MySQL at {self.describe()}: {reason}"
-                ) from None
-            raise DatabaseError(
-                f"cannot connect to MySQL at {self.describe()}: {why.message}"
-            ) from None
+            raise connect_failure(exc, self.describe()) from None
         return conn
 
     # -- sessions -------------------------------------------------------------------
