@@ -63,19 +63,25 @@ def rss_mb(pid: int) -> float:
     return 0.0
 
 
+def postgres_target(url: str) -> tuple[str, str]:
+    """A PostgreSQL queue URL as libpq's connection string (without conveyor's own
+    ``schema`` option) and the schema it names."""
+    parts = urlsplit(url)
+    query = dict(parse_qsl(parts.query))
+    schema = query.pop("schema", "public")
+    return urlunsplit(parts._replace(query=urlencode(query))), schema
+
+
 def database_size_mb(url: str) -> float:
     """The space the queue takes: the SQLite file with its WAL, or the conveyor tables
     (with their indexes and TOAST) on PostgreSQL and MySQL."""
     if url.startswith("sqlite"):
         path = url.split("///", 1)[1].split("?", 1)[0]
         return sum(os.path.getsize(p) for p in (path, path + "-wal") if os.path.exists(p)) / 1e6
-    parts = urlsplit(url)
-    query = dict(parse_qsl(parts.query))
-    if parts.scheme.startswith("postgres"):
+    if url.startswith("postgres"):
         import psycopg
 
-        schema = query.pop("schema", "public")
-        conninfo = urlunsplit(parts._replace(query=urlencode(query)))
+        conninfo, schema = postgres_target(url)
         with psycopg.connect(conninfo) as conn:
             row = conn.execute(
                 "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c"
@@ -107,10 +113,7 @@ def vacuum_postgres(url: str) -> None:
     autovacuum is off, where dead rows would otherwise pile up for the whole run."""
     import psycopg
 
-    parts = urlsplit(url)
-    query = dict(parse_qsl(parts.query))
-    schema = query.pop("schema", "public")
-    conninfo = urlunsplit(parts._replace(query=urlencode(query)))
+    conninfo, schema = postgres_target(url)
     with psycopg.connect(conninfo, autocommit=True) as conn:
         for table in ("conveyor_jobs", "conveyor_count_deltas"):
             conn.execute(f'VACUUM "{schema}".{table}')
@@ -119,10 +122,7 @@ def vacuum_postgres(url: str) -> None:
 def autovacuum_off(url: str) -> bool:
     import psycopg
 
-    parts = urlsplit(url)
-    query = dict(parse_qsl(parts.query))
-    query.pop("schema", None)
-    with psycopg.connect(urlunsplit(parts._replace(query=urlencode(query)))) as conn:
+    with psycopg.connect(postgres_target(url)[0]) as conn:
         row = conn.execute("SHOW autovacuum").fetchone()
     return bool(row and row[0] == "off")
 
