@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ import pytest
 import conveyor
 from conveyor import DuplicateJob, InvalidArgument, Status
 from tests.conftest import PG_URL, drop_schema, fresh_url
+from tests.core._race import at_once
 
 
 def test_enqueue_stores_every_field(q: conveyor.Queue) -> None:
@@ -271,8 +273,6 @@ def test_subscribers_at_once_never_take_a_job_past_the_cap(db_url: str) -> None:
     """Eight connections subscribe to one job at the same moment while two places are
     left: two join, the others get TooManySubscribers and write nothing; a subscriber
     already there still enqueues; a batch with one subscriber too many adds no job."""
-    import threading
-
     from conveyor.ops.defaults import MAX_SUBSCRIBERS
 
     first = conveyor.connect(db_url)
@@ -280,22 +280,14 @@ def test_subscribers_at_once_never_take_a_job_past_the_cap(db_url: str) -> None:
     for n in range(1, MAX_SUBSCRIBERS - 2):
         first.enqueue("fetch", key="u", subscriber=f"s{n}")
     racers = [conveyor.connect(db_url) for _ in range(8)]
-    start = threading.Barrier(len(racers))
-    outcomes: list[str] = []
-
-    def race(i: int) -> None:
-        start.wait()
-        try:
-            racers[i].enqueue("fetch", key="u", subscriber=f"racer{i}")
-            outcomes.append("joined")
-        except conveyor.TooManySubscribers:
-            outcomes.append("refused")
-
-    threads = [threading.Thread(target=race, args=(i,)) for i in range(len(racers))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
+    outcomes = at_once(
+        [
+            partial(r.enqueue, "fetch", key="u", subscriber=f"racer{i}")
+            for i, r in enumerate(racers)
+        ],
+        done="joined",
+        refused=conveyor.TooManySubscribers,
+    )
     assert sorted(outcomes) == ["joined"] * 2 + ["refused"] * 6
     subscribers = first.subscribers(job.id)
     assert len(subscribers) == MAX_SUBSCRIBERS

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from datetime import timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest
 
 import conveyor
 from conveyor.maintenance import RetentionPruner
+from tests.core._race import at_once
 
 
 def finish(q: Any, queue: str, task: str, n: int, *, key: str | None = None) -> list[int]:
@@ -250,32 +252,18 @@ def test_writers_at_once_never_take_the_policies_past_the_cap(db_url: str) -> No
     """Eight connections set new policies at the same moment while two places are left:
     two get them, the others are refused with InvalidArgument and write nothing; and a
     policy already there is still replaced at the cap."""
-    import threading
-
     from conveyor.ops.retention import MAX_POLICIES
 
     first = conveyor.connect(db_url)
     for n in range(MAX_POLICIES - 2):
         first.set_retention("completed", n + 1, queue=f"q{n}")
     racers = [conveyor.connect(db_url) for _ in range(8)]
-    start = threading.Barrier(len(racers))
-    outcomes: list[str] = []
-
-    def race(i: int) -> None:
-        start.wait()
-        try:
-            racers[i].set_retention("failed", 60, queue=f"racer{i}")
-            outcomes.append("set")
-        except conveyor.InvalidArgument as exc:
-            outcomes.append(
-                "refused" if f"at most {MAX_POLICIES} policies" in str(exc) else repr(exc)
-            )
-
-    threads = [threading.Thread(target=race, args=(i,)) for i in range(len(racers))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
+    outcomes = at_once(
+        [partial(r.set_retention, "failed", 60, queue=f"racer{i}") for i, r in enumerate(racers)],
+        done="set",
+        refused=conveyor.InvalidArgument,
+        says=f"at most {MAX_POLICIES} policies",
+    )
     policies = first.retention_policies()
     assert sorted(outcomes) == ["refused"] * 6 + ["set"] * 2
     assert len(policies) == MAX_POLICIES
