@@ -77,18 +77,42 @@ READ_TARGET = 1.5  # a read takes at most this many times its time at the smalle
 QUEUES = {"emails": 4, "reports": 2, "downloads": 3, "thumbnails": 1}  # tenths of the jobs
 STATUSES = {"completed": 87, "failed": 7, "cancelled": 3}  # of every 97 jobs
 
+TASKS = {
+    "send_email": 2,
+    "send_digest": 2,
+    "build_report": 2,
+    "download": 3,
+    "make_thumbnail": 1,
+}  # tenths of the jobs, in the order of QUEUES' jobs
+
+
+def _case(shares: dict[str, int], residue: str, name: str) -> str:
+    """``CASE`` giving each name its share of the residues, in order."""
+    at, arms = 0, []
+    for value, share in list(shares.items())[:-1]:
+        at += share
+        arms.append(f"WHEN {residue} < {at} THEN '{value}'")
+    return f"CASE {' '.join(arms)} ELSE '{list(shares)[-1]}' END AS {name}"
+
+
+def mix(modulo: str) -> str:
+    """The queue, task and status columns of job ``i``, with ``modulo`` the dialect's
+    ``i mod n`` (a format of ``n``): one definition for the three fills."""
+    tenth, of_97 = modulo.format(n=10), modulo.format(n=97)
+    columns = (
+        _case(QUEUES, tenth, "queue"),
+        _case(TASKS, tenth, "task"),
+        _case(STATUSES, of_97, "status"),
+    )
+    return ", ".join(columns)
+
+
 SQLITE_FILL = """
 WITH RECURSIVE seq(i) AS (
     SELECT :first UNION ALL SELECT i + 1 FROM seq WHERE i < :last
 ), job AS (
     SELECT i,
-           CASE WHEN i % 10 < 4 THEN 'emails' WHEN i % 10 < 6 THEN 'reports'
-                WHEN i % 10 < 9 THEN 'downloads' ELSE 'thumbnails' END AS queue,
-           CASE WHEN i % 10 < 2 THEN 'send_email' WHEN i % 10 < 4 THEN 'send_digest'
-                WHEN i % 10 < 6 THEN 'build_report' WHEN i % 10 < 9 THEN 'download'
-                ELSE 'make_thumbnail' END AS task,
-           CASE WHEN i % 97 < 87 THEN 'completed' WHEN i % 97 < 94 THEN 'failed'
-                ELSE 'cancelled' END AS status,
+           @MIX@,
            :now - (:total - i) * 0.25 AS created
     FROM seq
 )
@@ -112,6 +136,7 @@ SELECT queue, task,
        created + 2
 FROM job
 """
+SQLITE_FILL = SQLITE_FILL.replace("@MIX@", mix("i % {n}"))
 
 POSTGRES_FILL = """
 INSERT INTO conveyor_jobs (queue, task, payload, key, status, priority, run_at, attempts,
@@ -133,16 +158,12 @@ SELECT queue, task,
        created + interval '2 seconds',
        created + interval '2 seconds'
 FROM (SELECT i,
-             CASE WHEN mod(i, 10) < 4 THEN 'emails' WHEN mod(i, 10) < 6 THEN 'reports'
-                  WHEN mod(i, 10) < 9 THEN 'downloads' ELSE 'thumbnails' END AS queue,
-             CASE WHEN mod(i, 10) < 2 THEN 'send_email' WHEN mod(i, 10) < 4 THEN 'send_digest'
-                  WHEN mod(i, 10) < 6 THEN 'build_report' WHEN mod(i, 10) < 9 THEN 'download'
-                  ELSE 'make_thumbnail' END AS task,
-             CASE WHEN mod(i, 97) < 87 THEN 'completed' WHEN mod(i, 97) < 94 THEN 'failed'
-                  ELSE 'cancelled' END AS status,
+             @MIX@,
              now() - (%(total)s - i) * interval '250 milliseconds' AS created
       FROM generate_series(%(first)s::bigint, %(last)s::bigint) AS i) AS job
 """
+
+POSTGRES_FILL = POSTGRES_FILL.replace("@MIX@", mix("mod(i, {n})"))
 
 # seq_<first>_to_<last> is a table of MariaDB's Sequence engine: the integers first..last.
 MARIADB_FILL = """
@@ -165,16 +186,11 @@ SELECT queue, task,
        created + INTERVAL 2 SECOND,
        created + INTERVAL 2 SECOND
 FROM (SELECT seq AS i,
-             CASE WHEN seq % 10 < 4 THEN 'emails' WHEN seq % 10 < 6 THEN 'reports'
-                  WHEN seq % 10 < 9 THEN 'downloads' ELSE 'thumbnails' END AS queue,
-             CASE WHEN seq % 10 < 2 THEN 'send_email' WHEN seq % 10 < 4 THEN 'send_digest'
-                  WHEN seq % 10 < 6 THEN 'build_report' WHEN seq % 10 < 9 THEN 'download'
-                  ELSE 'make_thumbnail' END AS task,
-             CASE WHEN seq % 97 < 87 THEN 'completed' WHEN seq % 97 < 94 THEN 'failed'
-                  ELSE 'cancelled' END AS status,
+             @MIX@,
              UTC_TIMESTAMP(6) - INTERVAL (({total} - seq) * 250000) MICROSECOND AS created
       FROM seq_{first}_to_{last}) AS job
 """
+MARIADB_FILL = MARIADB_FILL.replace("@MIX@", mix("seq % {n}"))
 
 CHUNK = {"sqlite": 500_000, "postgresql": 1_000_000, "mariadb": 100_000}
 
