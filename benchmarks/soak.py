@@ -13,9 +13,11 @@ database's size on disk, the backlog and the jobs completed. ``--rate half`` fir
 measures the maximum for ``--calibrate`` seconds (enqueueing as fast as the server takes
 batches while the workers drain; the rate the jobs complete) and then soaks at half of
 it. ``--retention SECONDS`` stores a policy keeping completed and failed jobs that long,
-which the workers apply while the load runs. On a PostgreSQL server whose autovacuum is
-off, the soak runs ``VACUUM`` on conveyor's tables after every sample, as autovacuum
-would. Writes a CSV and a chart
+which the workers apply while the load runs; with it, the maximum is measured with
+finished jobs kept 0 s, so that the pruning a steady state does (as many rows deleted as
+arrive) is inside the figure rather than starting only when the first jobs expire. On
+a PostgreSQL server whose autovacuum is off, the soak runs ``VACUUM`` on conveyor's
+tables after every sample, as autovacuum would. Writes a CSV and a chart
 (PNG with matplotlib when it is installed, else an SVG drawn here) and prints a
 summary. Nothing is asserted: these are figures to read."""
 
@@ -205,10 +207,14 @@ def soak(url: str, *, rate: float | None, duration: float, every: float, workers
     vacuum = url.startswith("postgres") and autovacuum_off(url)
     if vacuum:
         print("this server's autovacuum is off: the soak vacuums after every sample", flush=True)
-    if retention is not None:
+
+    def keep(seconds: float) -> None:
         for status in ("completed", "failed"):
             for queue in (QUEUE, PROBE_QUEUE):
-                q.set_retention(status, retention, queue=queue)
+                q.set_retention(status, seconds, queue=queue)
+
+    if retention is not None:
+        keep(0 if rate is None else retention)
     env = {k: v for k, v in os.environ.items() if not k.startswith("CONVEYOR_")}
     logs = out.with_suffix(".logs")
     logs.mkdir(parents=True, exist_ok=True)
@@ -243,6 +249,8 @@ def soak(url: str, *, rate: float | None, duration: float, every: float, workers
             if rate is None:
                 maximum = calibrate(http, q, calibration)
                 rate = maximum / 2
+                if retention is not None:
+                    keep(retention)
                 print(f"measured maximum {maximum:,.0f} jobs/s; soaking at {rate:,.0f}", flush=True)
             started = time.monotonic()
             next_sample = started + every
@@ -425,8 +433,9 @@ def main() -> None:
     parser.add_argument(
         "--calibrate",
         type=float,
-        default=60,
-        help="seconds measuring the maximum, with --rate half",
+        default=None,
+        help="seconds measuring the maximum, with --rate half "
+        "(60, or 150 with --retention: two of the workers' prune passes)",
     )
     parser.add_argument(
         "--retention",
@@ -451,9 +460,10 @@ def main() -> None:
         print(f"wrote {chart(rows, out, args.title or 'soak')}")
         return
     rate = None if args.rate == "half" else float(args.rate)
+    calibration = args.calibrate or (60 if args.retention is None else 150)
     rows, held = soak(args.db, rate=rate, duration=args.duration, every=args.every,
                       workers=args.workers, concurrency=args.concurrency, out=out,
-                      retention=args.retention, calibration=args.calibrate)  # fmt: skip
+                      retention=args.retention, calibration=calibration)  # fmt: skip
     write_csv(rows, out.with_suffix(".csv"))
     kept = "" if args.retention is None else f", finished jobs kept {args.retention:g} s"
     title = args.title or f"soak: {held:,.0f} jobs/s for {args.duration / 60:g} min{kept}"
