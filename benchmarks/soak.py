@@ -176,9 +176,15 @@ BATCH = 1000  # jobs in one enqueue request at most
 def calibrate(http: httpx.Client, q: conveyor.Queue, seconds: float) -> float:
     """The most jobs a second the set-up enqueues and completes together: batches sent
     as fast as the server answers while the workers drain, for ``seconds``; the rate
-    measured from the completions (the backlog left is drained before the soak)."""
+    measured from the jobs that left the backlog (not from the completed count, which
+    pruning lowers); the backlog left is drained before the soak."""
+
+    def backlog() -> int:
+        stats = q.stats(queue=QUEUE)
+        return stats.pending + stats.running
+
     sent = 0
-    before = q.stats(queue=QUEUE).completed
+    before = backlog()
     started = time.monotonic()
     while time.monotonic() - started < seconds:
         if q.stats(queue=QUEUE).pending > 20 * BATCH:  # enough waiting: let the drain catch up
@@ -187,7 +193,7 @@ def calibrate(http: httpx.Client, q: conveyor.Queue, seconds: float) -> float:
         answer = http.post("/api/jobs/batch", json=_batch(sent, BATCH))
         sent += BATCH if answer.status_code == 201 else 0
     took = time.monotonic() - started
-    measured = (q.stats(queue=QUEUE).completed - before) / took
+    measured = (sent - (backlog() - before)) / took
     deadline = time.monotonic() + 120
     while q.stats(queue=QUEUE).pending and time.monotonic() < deadline:
         time.sleep(0.5)
