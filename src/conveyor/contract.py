@@ -377,8 +377,15 @@ class QueueAPI(ABC):
         return self._run(admin.fail_by_key(key, error, queue=queue))
 
     def prune(self, *, older_than: Duration, statuses: Iterable[str] = ("completed",)) -> int:
-        """Delete final jobs that finished more than ``older_than`` ago."""
-        return self._run(admin.prune(older_than=older_than, statuses=statuses))
+        """Delete final jobs that finished more than ``older_than`` ago, in batches of a
+        thousand a status, each its own short transaction (claims and endings go on
+        between them). Returns how many were deleted."""
+        removed, more = self._run(admin.prune(older_than=older_than, statuses=statuses))
+        while more:  # stops when a pass deletes nothing: rows held elsewhere stay
+            batch, more = self._run(admin.prune(older_than=older_than, statuses=statuses))
+            removed += batch
+            more = more and batch > 0
+        return removed
 
     # -- retention ------------------------------------------------------------------------
     def set_retention(
@@ -567,9 +574,8 @@ class QueueAPI(ABC):
 
     def task_stats(self, queue: str | None = None) -> dict[str, Stats]:
         """``{task: Stats}``: counts per status for every task with jobs (of ``queue``,
-        when given). Counted when asked, by a GROUP BY over an index, not kept like
-        ``stats()``'s: it reads each job's index entry (a few hundred milliseconds at a
-        million jobs; ``benchmarks/task_stats.py``)."""
+        when given), from counts kept per queue, status and task as ``stats()``'s are:
+        a few rows, whatever number of jobs the table holds."""
         return self._run(reading.task_stats(queue))
 
     def fold_counts(self) -> int:

@@ -470,7 +470,8 @@ ENDPOINTS: Mapping[str, Endpoint] = {
     ),
     "prune": E(
         "POST", "/api/prune", "Delete old final jobs", "admin", "PruneRequest", "RemovedOut",
-        send=_body("statuses", older_than_seconds="older_than"), read=_count("removed_count"),
+        send=_body("statuses", older_than_seconds="older_than"),
+        read=lambda data, status: (int(data["removed_count"]), False),  # pruned to the end
     ),
     "run_now": E(
         "POST", f"{JOB}/run-now", "Run a scheduled or retry-waiting job now", "admin",

@@ -107,6 +107,20 @@ def test_pruning_goes_on_while_another_transaction_holds_a_job(
 
 @SERVERS
 @pytest.mark.queue_kinds("queue")
+def test_an_operators_prune_goes_on_while_another_transaction_holds_a_job(
+    q: conveyor.Queue, db_url: str
+) -> None:
+    _finish(q, 5)
+    held = q.enqueue("t", queue="a")
+    with held_open(db_url, _lock_job(held.id)) as still_open:
+        removed = q.prune(older_than=0)
+        assert still_open.is_set()  # done while the other transaction held its job
+    assert removed == 5
+    assert q.stats(queue="a").completed == 0 and q.get(held.id) is not None
+
+
+@SERVERS
+@pytest.mark.queue_kinds("queue")
 def test_folding_goes_on_while_another_transaction_has_written_a_job(
     q: conveyor.Queue, db_url: str
 ) -> None:

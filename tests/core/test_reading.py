@@ -114,6 +114,20 @@ def test_prune_removes_old_final_jobs_only(q: conveyor.Queue) -> None:
         q.prune(older_than=0, statuses=["gone"])
 
 
+def test_prune_goes_past_one_batch_and_leaves_other_statuses(q: conveyor.Queue) -> None:
+    """A prune deletes a thousand jobs a status per transaction, and goes on to the end."""
+    for _ in range(5):
+        q.enqueue_ids([{"task": "t"} for _ in range(500)])
+        claim = q.claim(limit=500)
+        q.complete_many([(j.id, claim.id, None) for j in claim.jobs])
+    failed = q.enqueue("t", max_attempts=1)
+    q.fail(failed.id, q.claim().id, "x")
+    time.sleep(0.01)
+    assert q.prune(older_than=0, statuses=["completed", "failed"]) == 2501
+    assert q.stats().total == 0 and q.get(failed.id) is None
+    assert q.prune(older_than=0, statuses=["completed", "failed"]) == 0
+
+
 def test_ids_are_not_reused_after_prune(q: conveyor.Queue) -> None:
     job = q.enqueue("t")
     claim = q.claim()

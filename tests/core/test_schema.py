@@ -63,14 +63,23 @@ def test_the_latest_migration_upgrades_a_queue_in_use(fresh: tuple[str, str]) ->
         q.fail(failed, claims[failed], "boom", retryable=False)
         q.cancel(cancelled)
         waiting = q.enqueue("t", queue="q").id
-        before = q.stats("q")
+        q.enqueue("other", queue="q")
+        q.cancel(q.enqueue("other", queue="elsewhere").id)
+        before, charted = q.stats("q"), q.throughput(minutes=5)
     with conveyor.connect(url) as q:
         assert q.driver.schema_version() == latest
         assert q.stats("q") == before
-        assert (before.pending, before.running, before.completed) == (1, 1, 1)
+        assert q.throughput(minutes=5) == charted  # deltas not yet folded included
+        assert sum(m.completed for m in charted) == sum(m.failed for m in charted) == 1
+        tasks = q.task_stats()
+        assert tasks.keys() == {"t", "other"}
+        t, other = tasks["t"], tasks["other"]
+        assert (t.pending, t.running, t.completed, t.failed, t.cancelled) == (1, 1, 1, 1, 1)
+        assert (other.pending, other.cancelled, other.total) == (1, 1, 2)
+        assert (before.pending, before.running, before.completed) == (2, 1, 1)
         assert (before.failed, before.cancelled) == (1, 1)
         assert q.heartbeat(running, claims[running]).id == running  # the claim still holds
-        assert [j.id for j in q.claim("q", limit=10).jobs] == [waiting]
+        assert [j.id for j in q.claim("q", limit=10).jobs if j.task == "t"] == [waiting]
         q.complete(running, claims[running])
         assert q.stats("q").completed == 2
 

@@ -390,8 +390,15 @@ class AsyncQueueAPI(ABC):
         return await self._run(admin.fail_by_key(key, error, queue=queue))
 
     async def prune(self, *, older_than: Duration, statuses: Iterable[str] = ("completed",)) -> int:
-        """Delete final jobs that finished more than ``older_than`` ago."""
-        return await self._run(admin.prune(older_than=older_than, statuses=statuses))
+        """Delete final jobs that finished more than ``older_than`` ago, in batches of a
+        thousand a status, each its own short transaction (claims and endings go on
+        between them). Returns how many were deleted."""
+        removed, more = await self._run(admin.prune(older_than=older_than, statuses=statuses))
+        while more:
+            batch, more = await self._run(admin.prune(older_than=older_than, statuses=statuses))
+            removed += batch
+            more = more and batch > 0
+        return removed
 
     async def set_retention(
         self,
@@ -596,9 +603,8 @@ class AsyncQueueAPI(ABC):
 
     async def task_stats(self, queue: str | None = None) -> dict[str, Stats]:
         """``{task: Stats}``: counts per status for every task with jobs (of ``queue``,
-        when given). Counted when asked, by a GROUP BY over an index, not kept like
-        ``stats()``'s: it reads each job's index entry (a few hundred milliseconds at a
-        million jobs; ``benchmarks/task_stats.py``)."""
+        when given), from counts kept per queue, status and task as ``stats()``'s are:
+        a few rows, whatever number of jobs the table holds."""
         return await self._run(reading.task_stats(queue))
 
     async def fold_counts(self) -> int:

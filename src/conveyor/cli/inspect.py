@@ -115,7 +115,7 @@ def stats(
         bool,
         typer.Option(
             "--by-task",
-            help="Counts per task instead of per queue (counted when asked, over an index).",
+            help="Counts per task instead of per queue.",
         ),
     ] = False,
     watch: Annotated[bool, typer.Option("--watch", "-w", help="Refresh until Ctrl-C.")] = False,

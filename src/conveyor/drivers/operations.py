@@ -465,15 +465,6 @@ class FailByKey(RowsOp):
 
 
 @dataclass(frozen=True, slots=True)
-class PruneJobs(CountOp):
-    """prune jobs"""
-
-    op: ClassVar[str] = "prune_jobs"
-    statuses: str
-    older_than_s: float
-
-
-@dataclass(frozen=True, slots=True)
 class RunNow(RowsOp):
     """A pending job due now: ``run_at`` moves back to now when it lay ahead."""
 

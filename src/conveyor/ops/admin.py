@@ -145,8 +145,15 @@ def fail_by_key(key: Any, error: Any, *, queue: Any) -> Call[int]:
     return Call("fail_by_key", params, build)
 
 
-def prune(*, older_than: Any, statuses: Iterable[str]) -> Call[int]:
-    """Delete final jobs that finished more than ``older_than`` ago."""
+PRUNE_BATCH = 1000  # jobs of one status deleted in one transaction by prune()
+
+
+def prune(*, older_than: Any, statuses: Iterable[str]) -> Call[tuple[int, bool]]:
+    """One batch of ``prune``: at most ``PRUNE_BATCH`` jobs of each status that
+    finished more than ``older_than`` ago, oldest ids first, deleted in one short
+    transaction (rows another transaction holds are skipped, never waited on). Returns
+    how many were deleted, and whether a status had a full batch (the caller runs it
+    again). The statements are the retention pruner's."""
     older_than_s = seconds(older_than, "older_than")
     wanted = check.statuses(statuses)
     if not wanted or any(s in ACTIVE_STATUSES for s in wanted):
@@ -156,10 +163,23 @@ def prune(*, older_than: Any, statuses: Iterable[str]) -> Call[int]:
         )
     names = [str(s) for s in wanted]
 
-    def build(v: Values) -> Plan[int]:
-        params: dict[str, Any] = {"statuses": v.json_param(names), "older_than_s": older_than_s}
-        removed: int = yield db.PruneJobs(**params)
-        return removed
+    def build(v: Values) -> Plan[tuple[int, bool]]:
+        removed, more = 0, False
+        for status in names:
+            where: dict[str, Any] = {
+                "status": status, "queue": None, "task": None, "keep_seconds": older_than_s,
+                "exclude": "[]",
+            }  # fmt: skip
+            found = yield db.ExpiredJobs(**where, limit=PRUNE_BATCH)
+            if not found:
+                continue
+            more = more or len(found) == PRUNE_BATCH
+            ids = v.json_param([int(r["id"]) for r in found])
+            locked = yield db.LockExpired(ids=ids, **where)  # still final, and still old
+            if locked:
+                gone = v.json_param([int(r["id"]) for r in locked])
+                removed += yield db.DeleteFinalJobs(ids=gone)
+        return removed, more
 
     return Call("prune", {"older_than": older_than_s, "statuses": names}, build)
 

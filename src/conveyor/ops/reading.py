@@ -272,7 +272,7 @@ def queue_stats(queue: Any) -> Call[tuple[dict[str, Stats], bool]]:
 
 def task_stats(queue: Any) -> Call[dict[str, Stats]]:
     """``{task: Stats}`` for every task with jobs (of ``queue``, when given): counts per
-    status, by a GROUP BY over the (queue, task, status) index."""
+    status, from the counts kept per queue, status and task."""
     where: dict[str, Any] = {"queue": None if queue is None else check.name(queue, "queue")}
 
     def build(v: Values) -> Plan[dict[str, Stats]]:

@@ -34,8 +34,8 @@ def queues(state: State) -> dict[str, Any]:
 
 @route(router, "task_stats")
 def task_stats(state: State, queue: QueueQuery = None) -> dict[str, Any]:
-    """Counts per status for every task with jobs (of one queue, or of all). Counted
-    when asked, over an index: it reads every job's entry of the queue(s)."""
+    """Counts per status for every task with jobs (of one queue, or of all), from the
+    counts kept per queue, status and task."""
     per_task = state.queue.task_stats(queue)
     return {"tasks": {name: s.to_dict() for name, s in per_task.items()}}
 

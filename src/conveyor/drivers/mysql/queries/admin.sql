@@ -56,11 +56,6 @@ SET status = 'completed', result = :result, error = NULL, error_kind = NULL,
 WHERE id IN :locked
   AND status IN (SELECT s FROM JSON_TABLE(:statuses, '$[*]' COLUMNS (s {text} PATH '$')) AS t);
 
--- name: prune_jobs
-DELETE FROM conveyor_jobs
-WHERE status IN (SELECT s FROM JSON_TABLE(:statuses, '$[*]' COLUMNS (s {text} PATH '$')) AS t)
-  AND finished_at <= {now} - INTERVAL :older_than_s SECOND;
-
 -- name: sealed_jobs
 -- Jobs whose payload or result is encrypted (conveyor.crypto), by id, after :after.
 SELECT id, payload, result FROM conveyor_jobs

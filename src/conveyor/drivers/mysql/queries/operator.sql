@@ -6,11 +6,15 @@
 -- exactly those (:locked, their ids), and a SELECT reads them back.
 
 -- name: count_by_task_status
--- Per task: a GROUP BY over the (queue, task, status) index; the caller adds up the
--- queues.
-SELECT queue, task, status, count(*) AS n FROM conveyor_jobs
+-- Per task: the folded counts plus the deltas not yet folded (the caller adds up the
+-- queues).
+SELECT queue, task, status, CAST(sum(n) AS SIGNED) AS n
+FROM (SELECT queue, task, status, n FROM conveyor_counts
+      UNION ALL
+      SELECT queue, task, status, n FROM conveyor_count_deltas) AS parts
 WHERE queue = :queue  -- if :queue
-GROUP BY queue, task, status;
+GROUP BY queue, task, status
+HAVING sum(n) <> 0;
 
 -- name: cancel_by_key_lock
 -- Every active job with the key: a running one keeps its claim id, so its worker's

@@ -68,11 +68,11 @@ SELECT count(*) AS n FROM (SELECT 1 FROM conveyor_count_deltas LIMIT :limit) AS 
 SELECT id FROM conveyor_count_deltas ORDER BY id LIMIT :limit FOR UPDATE SKIP LOCKED;
 
 -- name: fold_counts_add
-INSERT INTO conveyor_counts (queue, status, n)
-SELECT queue, status, sum(n) FROM conveyor_count_deltas
+INSERT INTO conveyor_counts (queue, status, task, n)
+SELECT queue, status, task, sum(n) FROM conveyor_count_deltas
 WHERE id IN :locked
-GROUP BY queue, status
-ORDER BY queue, status
+GROUP BY queue, status, task
+ORDER BY queue, status, task
 ON DUPLICATE KEY UPDATE n = conveyor_counts.n + VALUES(n);
 
 -- name: fold_throughput_add

@@ -56,11 +56,6 @@ SET status = 'failed', error = :error, error_kind = 'terminal',
 WHERE queue = :queue AND key = :key AND status IN {from_fail_by_key}
 RETURNING id, queue;
 
--- name: prune_jobs
-DELETE FROM {schema}.conveyor_jobs
-WHERE status IN (SELECT jsonb_array_elements_text(:statuses::jsonb))
-  AND finished_at <= now() - make_interval(secs => :older_than_s);
-
 -- name: sealed_jobs
 -- Jobs whose payload or result is encrypted (conveyor.crypto), by id, after :after.
 SELECT id, payload, result FROM {schema}.conveyor_jobs

@@ -67,11 +67,15 @@ GROUP BY queue, status
 HAVING sum(n) <> 0;
 
 -- name: count_by_task_status
--- Per task: a GROUP BY over the (queue, task, status) index, read in its order (no
--- sort, no table rows); the caller adds up the queues.
-SELECT queue, task, status, count(*) AS n FROM {schema}.conveyor_jobs
+-- Per task: the folded counts plus the deltas not yet folded (the caller adds up the
+-- queues).
+SELECT queue, task, status, sum(n) AS n
+FROM (SELECT queue, task, status, n FROM {schema}.conveyor_counts
+      UNION ALL
+      SELECT queue, task, status, n FROM {schema}.conveyor_count_deltas) AS parts
 WHERE queue = :queue  -- if :queue
-GROUP BY queue, task, status;
+GROUP BY queue, task, status
+HAVING sum(n) <> 0;
 
 -- name: count_deltas
 -- How many deltas wait to be folded, counted no further than :limit.
@@ -83,11 +87,11 @@ SELECT count(*) AS n FROM (SELECT 1 FROM {schema}.conveyor_count_deltas LIMIT :l
 WITH folder AS (SELECT pg_try_advisory_xact_lock(hashtext('conveyor_fold:{schema}')) AS ok),
 gone AS (DELETE FROM {schema}.conveyor_count_deltas
          WHERE (SELECT ok FROM folder)
-         RETURNING queue, status, n, entered, at),
-counted AS (INSERT INTO {schema}.conveyor_counts AS c (queue, status, n)
-            SELECT queue, status, sum(n) FROM gone GROUP BY queue, status
-            ORDER BY queue, status
-            ON CONFLICT (queue, status) DO UPDATE SET n = c.n + excluded.n),
+         RETURNING queue, status, task, n, entered, at),
+counted AS (INSERT INTO {schema}.conveyor_counts AS c (queue, status, task, n)
+            SELECT queue, status, task, sum(n) FROM gone GROUP BY queue, status, task
+            ORDER BY queue, status, task
+            ON CONFLICT (queue, status, task) DO UPDATE SET n = c.n + excluded.n),
 charted AS (INSERT INTO {schema}.conveyor_throughput AS t (minute, queue, completed, failed)
             SELECT date_trunc('minute', at), queue,
                    coalesce(sum(entered) FILTER (WHERE status = 'completed'), 0),

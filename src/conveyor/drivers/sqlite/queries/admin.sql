@@ -56,11 +56,6 @@ SET status = 'failed', error = :error, error_kind = 'terminal',
 WHERE queue = :queue AND key = :key AND status IN {from_fail_by_key}
 RETURNING id, queue;
 
--- name: prune_jobs
-DELETE FROM conveyor_jobs
-WHERE status IN (SELECT value FROM json_each(:statuses))
-  AND finished_at <= {now} - :older_than_s;
-
 -- name: sealed_jobs
 -- Jobs whose payload or result is encrypted (conveyor.crypto), by id, after :after.
 SELECT id, payload, result FROM conveyor_jobs

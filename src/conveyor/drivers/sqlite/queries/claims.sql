@@ -67,7 +67,7 @@ RETURNING *;
 -- (deltas: SQLite keeps its counts exact in place, with nothing to fold.)
 SELECT 0 AS deltas, CASE
     WHEN EXISTS (SELECT 1 FROM conveyor_queues WHERE queue = :queue AND paused) THEN 0
-    ELSE coalesce((SELECT n FROM conveyor_counts WHERE queue = :queue AND status = 'pending'), 0)
+    ELSE coalesce((SELECT sum(n) FROM conveyor_counts WHERE queue = :queue AND status = 'pending'), 0)
          - (SELECT count(*) FROM conveyor_jobs
             WHERE queue = :queue AND status = 'pending' AND run_at > created_at
               AND run_at > {now})

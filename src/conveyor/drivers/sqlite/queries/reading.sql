@@ -56,15 +56,18 @@ WHERE job_id = :job_id
 ORDER BY created_at, subscriber;
 
 -- name: count_by_queue_status
-SELECT queue, status, n FROM conveyor_counts
-WHERE n <> 0 AND (:queue IS NULL OR queue = :queue);
+-- The counts are kept per task: a queue's are the sum of its tasks'.
+SELECT queue, status, sum(n) AS n FROM conveyor_counts
+WHERE (:queue IS NULL OR queue = :queue)
+GROUP BY queue, status
+HAVING sum(n) <> 0;
 
 -- name: count_by_task_status
--- Per task: a GROUP BY over the (queue, task, status) index, read in its order (no
--- sort, no table rows); the caller adds up the queues.
-SELECT queue, task, status, count(*) AS n FROM conveyor_jobs
-WHERE queue = :queue  -- if :queue
-GROUP BY queue, task, status;
+-- Per task, from the counts (the caller adds up the queues).
+SELECT queue, task, status, n FROM conveyor_counts
+WHERE n <> 0
+  AND queue = :queue  -- if :queue
+;
 
 -- name: count_deltas
 -- Counts not yet folded into conveyor_counts (SQLite keeps none: its triggers update
@@ -85,8 +88,9 @@ SELECT c.queue,
        (SELECT count(*) FROM conveyor_jobs AS j
         WHERE j.queue = c.queue AND j.status = 'pending' AND j.run_at > j.created_at
           AND j.run_at > {now}) AS scheduled
-FROM conveyor_counts AS c
-WHERE c.status = 'pending' AND c.n > 0 AND (:queue IS NULL OR c.queue = :queue);
+FROM (SELECT queue FROM conveyor_counts
+      WHERE status = 'pending' AND (:queue IS NULL OR queue = :queue)
+      GROUP BY queue HAVING sum(n) > 0) AS c;
 
 -- name: expired_summary
 SELECT queue, count(*) AS n FROM conveyor_jobs
