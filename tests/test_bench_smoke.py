@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 import conveyor
-from benchmarks import growth, report, run
+from benchmarks import growth, report, run, soak
 from benchmarks.harness import Figure, summarise
 from conveyor.cli import app
 from conveyor.cli import bench as workloads
@@ -169,6 +169,21 @@ def test_the_growth_benchmark_fills_measures_and_judges_each_size(tmp_path: Path
                      "download queue: dequeue()"):  # fmt: skip
             assert f"| {name}, p50 ms |" in section
         assert "| measure | 200 | 1k | 1k / 200 |" in section
+
+
+def test_the_soak_measures_its_maximum_then_samples_with_its_retention_restored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(soak, "BATCH", 50)  # small requests: a small backlog to drain
+    url = f"sqlite:///{tmp_path / 'soak.db'}"
+    rows, rate = soak.soak(url, rate=None, duration=3, every=1.5, workers=1, concurrency=2,
+                           out=tmp_path / "soak", retention=600, calibration=3)  # fmt: skip
+    assert rate > 0  # half of a maximum counted from the jobs that left the backlog
+    assert len(rows) >= 2 and all(list(row) == soak.COLUMNS for row in rows)
+    assert rows[-1]["enqueued"] > 0 and rows[-1]["enqueue_errors"] == 0
+    with conveyor.connect(url) as q:  # kept 0 s while measuring, then the soak's own
+        kept = {(p.status, p.queue): p.keep_seconds for p in q.retention_policies()}
+    assert kept[("completed", soak.QUEUE)] == kept[("failed", soak.PROBE_QUEUE)] == 600
 
 
 def test_the_growth_fill_gives_each_status_its_share() -> None:
