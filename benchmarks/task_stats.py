@@ -50,18 +50,19 @@ def fill(q: conveyor.Queue, n: int) -> float:
     return time.perf_counter() - started
 
 
-def execute(url: str, sql: str) -> None:
+def execute(url: str, sql: str) -> list[tuple[Any, ...]]:
     """A fixture statement on a connection of its own, outside the queue's operations
-    (autocommit: VACUUM runs outside a transaction)."""
+    (autocommit: VACUUM runs outside a transaction); the rows it returns."""
     if url.startswith("sqlite"):
         with contextlib.closing(sqlite3.connect(url.removeprefix("sqlite:///"))) as conn:
-            conn.execute(sql)
+            rows = conn.execute(sql).fetchall()
             conn.commit()
-        return
+            return [tuple(r) for r in rows]
     import psycopg
 
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(sql)  # type: ignore[arg-type]
+        cur = conn.execute(sql)  # type: ignore[arg-type]
+        return [tuple(r) for r in cur.fetchall()] if cur.description else []
 
 
 def spread_statuses(url: str) -> None:
@@ -93,17 +94,6 @@ def measure(q: conveyor.Queue, backend: str, rounds: int) -> None:
         print(f"{backend:10} task_stats({scope}): p50 {p50:8.2f} ms  p99 {p99:8.2f} ms")
 
 
-def group_by(url: str) -> list[tuple[Any, ...]]:
-    """The per-task counts counted from the jobs, on a connection of its own."""
-    if url.startswith("sqlite"):
-        with contextlib.closing(sqlite3.connect(url.removeprefix("sqlite:///"))) as conn:
-            return [tuple(r) for r in conn.execute(GROUP_BY)]
-    import psycopg
-
-    with psycopg.connect(url, autocommit=True) as conn:
-        return [tuple(r) for r in conn.execute(GROUP_BY)]
-
-
 @contextlib.contextmanager
 def database(backend: str, pg: str) -> Iterator[str]:
     if backend == "sqlite":
@@ -120,13 +110,13 @@ def run(backend: str, jobs: int, rounds: int, pg: str) -> None:
         print(f"{backend:10} filled {jobs:,} jobs in {took:.1f} s")
         spread_statuses(url)
         execute(url, "VACUUM ANALYZE conveyor_jobs" if backend == "postgresql" else "ANALYZE")
-        counted = {(queue, task, status): n for queue, task, status, n in group_by(url)}
+        counted = {(queue, task, status): n for queue, task, status, n in execute(url, GROUP_BY)}
         for task, stats in q.task_stats().items():  # the kept counts are the jobs' own
             for status in ("pending", "completed", "failed", "cancelled"):
                 n = sum(counted.get((queue, task, status), 0) for queue in "ab")
                 assert getattr(stats, status) == n, (task, status)
         measure(q, backend, rounds)
-        p50, p99 = timed(lambda: group_by(url), rounds)
+        p50, p99 = timed(lambda: execute(url, GROUP_BY), rounds)
         print(
             f"{backend:10} GROUP BY over the jobs (reference): p50 {p50:8.1f} ms  p99 {p99:8.1f} ms"
         )

@@ -380,12 +380,7 @@ class QueueAPI(ABC):
         """Delete final jobs that finished more than ``older_than`` ago, in batches of a
         thousand a status, each its own short transaction (claims and endings go on
         between them). Returns how many were deleted."""
-        removed, more = self._run(admin.prune(older_than=older_than, statuses=statuses))
-        while more:  # stops when a pass deletes nothing: rows held elsewhere stay
-            batch, more = self._run(admin.prune(older_than=older_than, statuses=statuses))
-            removed += batch
-            more = more and batch > 0
-        return removed
+        return self._in_batches(admin.prune(older_than=older_than, statuses=statuses))
 
     # -- retention ------------------------------------------------------------------------
     def set_retention(
@@ -582,11 +577,18 @@ class QueueAPI(ABC):
         """Move the job counts' pending changes into the counts (PostgreSQL keeps them
         apart so concurrent writers never wait on a shared counter; workers fold them
         as part of their upkeep). Returns how many changes were folded."""
-        folded, more = self._run(reading.fold_counts())
-        while more:  # a batch per transaction (MySQL): short ones, in one lock order
-            batch, more = self._run(reading.fold_counts())
-            folded += batch
-        return folded
+        # A batch per transaction (MySQL): short ones, in one lock order.
+        return self._in_batches(reading.fold_counts())
+
+    def _in_batches(self, call: Call[tuple[int, bool]]) -> int:
+        """Runs ``call``, one batch per transaction, until it says it is done or a batch
+        changes nothing (rows another transaction holds stay); the total changed."""
+        total = 0
+        while True:
+            done, more = self._run(call)
+            total += done
+            if not (more and done):
+                return total
 
     def throughput(self, *, queue: str | None = None, minutes: int = 60) -> list[Throughput]:
         """Jobs completed and failed per minute over the last ``minutes``."""

@@ -257,6 +257,11 @@ def _count(key: str) -> Read:
     return lambda data, status: int(data[key])
 
 
+def _to_the_end(key: str) -> Read:
+    """A count the server ran to the end, as a batched call's (count, more) answer."""
+    return lambda data, status: (int(data[key]), False)
+
+
 def _ints(key: str) -> Read:
     return lambda data, status: [int(i) for i in data[key]]
 
@@ -445,7 +450,7 @@ ENDPOINTS: Mapping[str, Endpoint] = {
     "fold_counts": E(
         "POST", "/api/counts/fold", "Fold the job counts' pending changes", "worker",
         response="FoldedOut", send=_nothing,
-        read=lambda data, status: (int(data["folded_count"]), False),  # folded to the end
+        read=_to_the_end("folded_count"),
     ),
     # -- operating the queue ---------------------------------------------------------------
     "retry": E(
@@ -471,7 +476,7 @@ ENDPOINTS: Mapping[str, Endpoint] = {
     "prune": E(
         "POST", "/api/prune", "Delete old final jobs", "admin", "PruneRequest", "RemovedOut",
         send=_body("statuses", older_than_seconds="older_than"),
-        read=lambda data, status: (int(data["removed_count"]), False),  # pruned to the end
+        read=_to_the_end("removed_count"),
     ),
     "run_now": E(
         "POST", f"{JOB}/run-now", "Run a scheduled or retry-waiting job now", "admin",
