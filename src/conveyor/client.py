@@ -297,6 +297,8 @@ def _raise_for(response: httpx.Response, method: str, path: str) -> NoReturn:
     cls = _ERRORS_BY_CODE.get(code)
     if cls is DuplicateJob:
         raise DuplicateJob(message, job_id=error.get("job_id"))
+    if cls is not None and issubclass(cls, DatabaseError):
+        raise cls(message, outcome_unknown=error.get("outcome_unknown") is True)
     if cls is not None:
         raise cls(message)
     if status in (400, 413, 415, 422):

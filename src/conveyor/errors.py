@@ -10,14 +10,17 @@
     │   └── IdempotencyKeyReused  an Idempotency-Key sent again with another request
     ├── RequestInProgress    the request that holds an Idempotency-Key has not answered yet
     ├── ConfigurationError   bad URL, option or environment (also ValueError)
-    └── DatabaseError        the database failed or could not be reached
+    └── DatabaseError        the database failed or could not be reached (its
+        │                    ``outcome_unknown`` says a write may have landed anyway)
         ├── TransactionConflict  a deadlock or a lock wait broken by the database;
         │                        nothing was written, running it again may work
         ├── DatabaseUnavailable  the database cannot be reached (down, restarting,
-        │                        connection lost); nothing was written
+        │                        connection lost); nothing was written, unless the
+        │                        connection was lost during a commit
         ├── StorageFull          the database's disk (or its size limit) is full;
         │                        nothing was written
-        └── StorageReadOnly      the database only accepts reads; nothing was written
+        └── StorageReadOnly      the database only accepts reads; nothing was written,
+                                 unless its disk failed during a commit's fsync
 
 The control exceptions that task code raises (``Retry``, ``Terminal``, ``Snooze``) are
 not errors of the library: they live in ``conveyor.control``.
@@ -106,9 +109,20 @@ class ConfigurationError(ConveyorError, ValueError):
 
 
 class DatabaseError(ConveyorError):
-    """The database reported an error or could not be reached."""
+    """The database reported an error or could not be reached.
+
+    ``outcome_unknown`` is true when the failure came after the database may already
+    have made the write durable, so it may be there despite the error: SQLite's disk
+    failing during the fsync of a commit (the WAL then holds the committed frames, and
+    the next open recovers them). Running such a write again is safe for conveyor's
+    guarded state changes; for an enqueue, give the job a ``key`` (or, over HTTP, send
+    an ``Idempotency-Key``, as the remote queue does) so a repeat finds the first."""
 
     code = "database_error"
+
+    def __init__(self, message: str | None = None, *, outcome_unknown: bool = False) -> None:
+        super().__init__(message)
+        self.outcome_unknown = outcome_unknown
 
 
 class TransactionConflict(DatabaseError):
@@ -122,9 +136,11 @@ class TransactionConflict(DatabaseError):
 
 class DatabaseUnavailable(DatabaseError):
     """The database cannot be reached: it is down, restarting, or the connection was
-    lost. The operation was not written (or, for a connection lost during a commit,
-    its outcome is unknown; conveyor's writes are guarded, so running it again is
-    safe). Retry later: a queue reconnects by itself once the database is back."""
+    lost. The operation was not written, unless the connection was lost during its
+    commit: the driver cannot tell that from a loss before it, so a write that raises
+    this may be there (as for ``outcome_unknown``; conveyor's guarded state changes are
+    safe to run again, an enqueue is with a ``key``). Retry later: a queue reconnects by
+    itself once the database is back."""
 
     code = "database_unavailable"
 
@@ -139,7 +155,8 @@ class StorageFull(DatabaseError):
 
 class StorageReadOnly(DatabaseError):
     """The database accepts reads only (a read-only file, a read-only server or
-    transaction mode, a standby). Nothing of the operation was written. Retry once it
-    accepts writes again."""
+    transaction mode, a standby). Nothing of the operation was written, unless
+    ``outcome_unknown`` says the file system failed while the commit was being made
+    durable. Retry once it accepts writes again."""
 
     code = "storage_read_only"

@@ -58,6 +58,11 @@ _UNAVAILABLE_ANSWERS = {
         "5",
     ),
 }
+# A failure after the database may have made the write durable (a disk failing during a
+# commit's fsync): a retry with the same Idempotency-Key finds it if it is there.
+_MAYBE_WRITTEN = (
+    "this request may have been written (send it again with the same Idempotency-Key to know)"
+)
 _MAX_LISTED = 5
 _METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 # A claim id in a path (``/api/claims/{claim_id}``, ``…/ack``), but not ``reset``.
@@ -97,7 +102,17 @@ async def _conveyor_error(request: Request, exc: ConveyorError) -> JSONResponse:
             "database error on %s %s: %s", request.method, shown_path(request.url.path), exc
         )
         message, retry_after = _UNAVAILABLE_ANSWERS.get(exc.code, _UNAVAILABLE_ANSWER)
-        return error_response(503, exc.code, message, headers={"Retry-After": retry_after})
+        if exc.outcome_unknown:
+            message = message.replace("nothing was written", _MAYBE_WRITTEN)
+            if _MAYBE_WRITTEN not in message:
+                message = f"{message}; {_MAYBE_WRITTEN}"
+        return error_response(
+            503,
+            exc.code,
+            message,
+            headers={"Retry-After": retry_after},
+            outcome_unknown=True if exc.outcome_unknown else None,
+        )
     if status == 500:
         path = shown_path(request.url.path)
         log.error("unexpected %s on %s %s: %s", type(exc).__name__, request.method, path, exc)

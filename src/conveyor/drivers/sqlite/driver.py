@@ -129,10 +129,24 @@ def _translation(exc: sqlite3.Error, path: str) -> ConveyorError:
         return StorageFull(f"SQLite database or disk is full: {exc}")
     if primary == _SQLITE_READONLY or "readonly database" in str(exc):
         return StorageReadOnly(f"SQLite database is read-only: {exc}")
-    if primary == _SQLITE_IOERR and _read_only_file_system(path):
-        # A file system turned read-only under open files (remounted, or by the kernel
-        # after disk errors): SQLite sees its writes fail and says "disk I/O error".
-        return StorageReadOnly(f"SQLite database is read-only (its file system is): {exc}")
+    if primary == _SQLITE_IOERR:
+        # An fsync that fails comes after the commit's frames were written to the WAL:
+        # the next open's recovery finds them whole, so the write may be there after all.
+        extended = getattr(exc, "sqlite_errorcode", None)
+        unknown = extended in _SYNC_FAILURES
+        said = (
+            f"{exc} while the commit was made durable: it may have been written"
+            if unknown
+            else str(exc)
+        )
+        if _read_only_file_system(path):
+            # A file system turned read-only under open files (remounted, or by the
+            # kernel after disk errors): SQLite sees its writes fail ("disk I/O error").
+            return StorageReadOnly(
+                f"SQLite database is read-only (its file system is): {said}",
+                outcome_unknown=unknown,
+            )
+        return DatabaseError(f"SQLite error: {said}", outcome_unknown=unknown)
     if isinstance(exc, sqlite3.OperationalError) and ("locked" in str(exc) or "busy" in str(exc)):
         return DatabaseError(f"SQLite database is busy: {exc} (raise ?timeout=)")
     return DatabaseError(f"SQLite error: {exc}")
@@ -149,6 +163,8 @@ def _roll_back(conn: sqlite3.Connection) -> None:
 _SQLITE_READONLY = 8
 _SQLITE_IOERR = 10
 _SQLITE_FULL = 13
+# A failed fsync, of the WAL (or journal) or of its directory.
+_SYNC_FAILURES = frozenset({sqlite3.SQLITE_IOERR_FSYNC, sqlite3.SQLITE_IOERR_DIR_FSYNC})
 
 
 class SQLiteDriver(Driver):
