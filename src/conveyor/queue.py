@@ -16,7 +16,7 @@ from conveyor.contract import QueueAPI
 from conveyor.drivers.base import Driver, Session
 from conveyor.drivers.operations import Operation, PruneIdempotencyKeys
 from conveyor.errors import ConveyorError, InvalidArgument, TransactionConflict
-from conveyor.ops import Announce, Call, Once, Plan
+from conveyor.ops import Announce, Call, Later, Once, Plan, settled
 from conveyor.ops.defaults import (
     DEFAULT_LEASE,
     DEFAULT_MAX_ATTEMPTS,
@@ -83,6 +83,8 @@ class Queue(QueueAPI):
 
     def _run_once(self, call: Call[T]) -> T:
         work = call.build(self.driver)
+        plan: Plan[T] | Plan[Later[T]]
+        result: T | Later[T]
         if isinstance(work, Once):
             rows = self.driver.write_once(work.op, queues=work.queues, finished=work.finished)
             if rows or work.if_empty is None:
@@ -92,15 +94,17 @@ class Queue(QueueAPI):
             plan = work
         if call.write:
             with self.driver.session(conn=call.conn) as session:
-                return drive(plan, session, writing=True)
+                result = drive(plan, session, writing=True)
+            return settled(result)
         try:
             with self.driver.session(write=False, conn=call.conn) as session:
-                return drive(plan, session, writing=False)
+                result = drive(plan, session, writing=False)
         except NeedsWrite:
             again = call.build(self.driver)
             assert not isinstance(again, Once)
             with self.driver.session(conn=call.conn) as session:
-                return drive(again, session, writing=True)
+                result = drive(again, session, writing=True)
+        return settled(result)
 
     # -- idempotent requests (the HTTP server's Idempotency-Key) ----------------------
     def run_idempotent(
@@ -167,7 +171,7 @@ class NeedsWrite(Exception):
     """A plan run in a read transaction asked to write (``Upgrade``)."""
 
 
-def drive(plan: Plan[T], session: Session, *, writing: bool) -> T:
+def drive(plan: Plan[T] | Plan[Later[T]], session: Session, *, writing: bool) -> T | Later[T]:
     """Run a plan's operations in ``session``; an operation's error is raised inside the
     plan, which may handle it."""
     try:
@@ -187,7 +191,7 @@ def drive(plan: Plan[T], session: Session, *, writing: bool) -> T:
                 continue
             step = plan.send(reply)
     except StopIteration as done:
-        result: T = done.value
+        result: T | Later[T] = done.value
         return result
 
 

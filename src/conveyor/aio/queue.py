@@ -15,7 +15,7 @@ from conveyor.aio.contract import AsyncQueueAPI
 from conveyor.drivers.aio import AsyncDriver, AsyncSession
 from conveyor.drivers.operations import Operation
 from conveyor.errors import ConveyorError, TransactionConflict
-from conveyor.ops import Announce, Call, Once, Plan
+from conveyor.ops import Announce, Call, Later, Once, Plan, settled
 from conveyor.ops.defaults import Defaults
 from conveyor.queue import CONFLICT_RETRIES, NeedsWrite, Queue, conflict_pause
 
@@ -56,6 +56,7 @@ class AsyncQueue(AsyncQueueAPI):
         backend = self._backend
         assert backend is not None
         work = call.build(backend)
+        plan: Plan[T] | Plan[Later[T]]
         if isinstance(work, Once):
             rows = await backend.write_once(work.op, queues=work.queues, finished=work.finished)
             if rows or work.if_empty is None:
@@ -65,7 +66,8 @@ class AsyncQueue(AsyncQueueAPI):
             plan = work
         # PostgreSQL and MySQL readers never block writers: every plan runs in one session.
         async with backend.session(conn=call.conn) as session:
-            return await drive(plan, session)
+            result = await drive(plan, session)
+        return settled(result)
 
     # -- lifecycle ------------------------------------------------------------------
     async def close(self) -> None:
@@ -120,7 +122,7 @@ class AsyncQueue(AsyncQueueAPI):
         return True
 
 
-async def drive(plan: Plan[T], session: AsyncSession) -> T:
+async def drive(plan: Plan[T] | Plan[Later[T]], session: AsyncSession) -> T | Later[T]:
     """Run a plan's operations in ``session`` (the twin of ``conveyor.queue.drive``)."""
     try:
         step = next(plan)
@@ -136,7 +138,7 @@ async def drive(plan: Plan[T], session: AsyncSession) -> T:
                 continue
             step = plan.send(reply)
     except StopIteration as done:
-        result: T = done.value
+        result: T | Later[T] = done.value
         return result
 
 

@@ -58,7 +58,22 @@ class Once(Generic[T]):
     then: Callable[[list[Row]], T]
     queues: tuple[str, ...] = ()
     finished: tuple[int, ...] = ()
-    if_empty: Callable[[], Plan[T]] | None = None
+    if_empty: Callable[[], Plan[T] | Plan[Later[T]]] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Later(Generic[T]):
+    """A plan's result, made once its transaction has ended: the work of turning rows
+    into objects (a claimed batch's jobs) is kept out of the time the transaction holds
+    its locks (SQLite's single write lock above all). Runners call ``make``; a plan
+    that needs the value inside its transaction calls ``settled``."""
+
+    make: Callable[[], T]
+
+
+def settled(result: T | Later[T]) -> T:
+    """A plan's result, made now if it was left for later."""
+    return result.make() if isinstance(result, Later) else result
 
 
 class Values(Protocol):
@@ -78,7 +93,7 @@ class Values(Protocol):
     def decode_job(self, row: Row, *, deduplicated: bool = False) -> Job: ...
 
 
-Work = Plan[T] | Once[T]
+Work = Plan[T] | Plan["Later[T]"] | Once[T]
 
 
 class LazyArgs(Mapping[str, Any]):

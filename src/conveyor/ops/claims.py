@@ -9,7 +9,7 @@ from typing import Any
 from conveyor import validation as check
 from conveyor.drivers import operations as db
 from conveyor.job import Claim, Job, Status
-from conveyor.ops import Announce, Call, Once, Plan, Row, Values
+from conveyor.ops import Announce, Call, Later, Once, Plan, Row, Values
 from conveyor.ops.admin import refuse_status
 from conveyor.ops.defaults import (
     MAX_CLAIM,
@@ -51,7 +51,7 @@ def claim(
             "count_remaining": counting,
             "report": None if endings is None else endings.wire}  # fmt: skip
 
-    def build(v: Values) -> Plan[Claim] | Once[Claim]:
+    def build(v: Values) -> Plan[Later[Claim]] | Once[Claim]:
         params: dict[str, Any] = {"queue": name, "limit": limit, "lease_s": lease_s,
                   "claim_id": uuid.uuid4().hex, "worker": who}  # fmt: skip
         if previous or counting or endings:
@@ -73,7 +73,7 @@ def _claim(
     previous: str | None,
     counting: bool,
     endings: CheckedReport | None,
-) -> Plan[Claim]:
+) -> Plan[Later[Claim]]:
     reported: dict[int, Status] = {}
     if endings is not None:
         reported = yield from write_report(v, d, endings)
@@ -96,8 +96,12 @@ def _claim(
             # Counting reads the count deltas: fold them once they pile up (a second
             # folder at the same moment finds the lock taken and folds nothing).
             yield db.FoldCounts()
-    claim = _made(v, params, rows, remaining=remaining, acked=len(acked))
-    return replace(claim, reported=reported) if reported else claim
+
+    def made() -> Claim:  # the jobs decoded once the transaction is over
+        claim = _made(v, params, rows, remaining=remaining, acked=len(acked))
+        return replace(claim, reported=reported) if reported else claim
+
+    return Later(made)
 
 
 def _made(

@@ -21,7 +21,7 @@ from typing import Any, Generic, TypeVar
 
 from conveyor.drivers import operations as db
 from conveyor.errors import IdempotencyKeyReused, InvalidArgument, RequestInProgress
-from conveyor.ops import Announce, Call, Once, Plan, Values
+from conveyor.ops import Announce, Call, Once, Plan, Values, settled
 
 T = TypeVar("T")
 
@@ -151,14 +151,14 @@ def _inner(v: Values, call: Call[T]) -> Plan[T]:
     commit on its own is run here instead)."""
     work = call.build(v)
     if not isinstance(work, Once):
-        result: T = yield from work
+        result: T = settled((yield from work))
         return result
     rows: Any = yield work.op
     if rows or work.if_empty is None:
         if rows:
             yield Announce(queues=work.queues, finished=work.finished)
         return work.then(rows)
-    again: T = yield from work.if_empty()
+    again: T = settled((yield from work.if_empty()))
     return again
 
 
