@@ -9,6 +9,7 @@ import json
 import threading
 import time
 from collections.abc import Iterator
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -141,6 +142,46 @@ def test_json_is_kept_as_sent(my_url: str) -> None:
         claim = q.claim()
         done = q.complete(job.id, claim.id, payload)
         assert json.dumps(q.get(done.id).result) == json.dumps(payload)  # type: ignore[union-attr]
+
+
+def test_times_read_back_as_the_server_stores_them(my_url: str) -> None:
+    """The queue reads DATETIME(6) with a parser of its own: every time of a job is the
+    server's value, in UTC, at the millisecond the other databases keep, whether or not
+    the instant has a fraction, sync and async alike."""
+    with conveyor.connect(my_url) as q:
+        job = q.enqueue("t", {}, run_at=datetime(2026, 3, 4, 5, 6, 7, tzinfo=timezone.utc))
+        exact = q.enqueue("t", {}, run_at=datetime(2026, 3, 4, 5, 6, 7, 891234, timezone.utc))
+        claim = q.claim(limit=1, lease=60)
+        with mysql_connection(_database(my_url)) as conn, conn.cursor() as cur:
+            cur.execute(
+                "SELECT id, created_at, run_at FROM conveyor_jobs WHERE id IN (%s, %s)",
+                (job.id, exact.id),
+            )
+            stored = {row[0]: row[1:] for row in cur.fetchall()}
+        for got in (q.get(job.id), q.get(exact.id)):
+            assert got is not None
+            created, run_at = stored[got.id]
+            assert got.created_at == created.replace(
+                microsecond=created.microsecond // 1000 * 1000, tzinfo=timezone.utc
+            )
+            assert got.run_at == run_at.replace(
+                microsecond=run_at.microsecond // 1000 * 1000, tzinfo=timezone.utc
+            )
+        assert q.get(exact.id).run_at.microsecond == 891000  # type: ignore[union-attr]
+        claimed = claim.jobs[0]
+        with mysql_connection(_database(my_url)) as conn, conn.cursor() as cur:
+            cur.execute("SELECT claimed_at FROM conveyor_jobs WHERE id = %s", (claimed.id,))
+            (claimed_at,) = cur.fetchone()
+        assert claimed.claimed_at == claimed_at.replace(
+            microsecond=claimed_at.microsecond // 1000 * 1000, tzinfo=timezone.utc
+        )
+
+    async def read_async() -> datetime | None:
+        async with await conveyor.aio.connect(my_url) as aq:
+            got = await aq.get(exact.id)
+            return None if got is None else got.run_at
+
+    assert asyncio.run(read_async()) == datetime(2026, 3, 4, 5, 6, 7, 891000, timezone.utc)
 
 
 def _lock_rows_after_changing_many(url: str, ids: list[int]) -> Any:
