@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 import conveyor
-from benchmarks import growth, report, run, soak
+from benchmarks import growth, lock_parts, report, run, soak
 from benchmarks.harness import Figure, summarise
 from conveyor.cli import app
 from conveyor.cli import bench as workloads
@@ -169,6 +169,18 @@ def test_the_growth_benchmark_fills_measures_and_judges_each_size(tmp_path: Path
                      "download queue: dequeue()"):  # fmt: skip
             assert f"| {name}, p50 ms |" in section
         assert "| measure | 200 | 1k | 1k / 200 |" in section
+
+
+def test_the_lock_parts_drain_every_variant(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("sys.argv", ["lock_parts", "--jobs", "300", "--runs", "1"])
+    lock_parts.main()
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 1 + len(lock_parts.VARIANTS)
+    for line, name in zip(lines[1:], lock_parts.VARIANTS, strict=True):
+        assert line.strip().startswith(name)
+        assert float(line.split()[-3]) > 0  # µs per job, measured
 
 
 def test_the_soak_measures_its_maximum_then_samples_with_its_retention_restored(
