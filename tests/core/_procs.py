@@ -35,6 +35,18 @@ def enqueue_keys(url: str, start_at: float, keys: int) -> None:
         print(json.dumps(ids))
 
 
+def first_claims(url: str, start_at: float, rounds: int, batch: int) -> None:
+    """At the common start time, and each second after it for ``rounds`` in all, take
+    one claim of ``batch`` from queue "race" (every process started at once does the
+    same); print how many jobs each claim got."""
+    with conveyor.connect(url, migrate=False) as q:
+        got = []
+        for n in range(rounds):
+            time.sleep(max(0.0, start_at + n - time.time()))
+            got.append(len(q.claim("race", limit=batch, lease=300).jobs))
+        print(json.dumps(got))
+
+
 def claim_forever(url: str, batch: int) -> None:
     """Claim big batches in a loop until killed."""
     with conveyor.connect(url, migrate=False) as q:
@@ -99,6 +111,8 @@ if __name__ == "__main__":
         claim_until_empty(url, int(rest[0]))
     elif mode == "enqueue":
         enqueue_keys(url, float(rest[0]), int(rest[1]))
+    elif mode == "first-claims":
+        first_claims(url, float(rest[0]), int(rest[1]), int(rest[2]))
     elif mode == "claim-forever":
         claim_forever(url, int(rest[0]))
     elif mode == "claim-capped":

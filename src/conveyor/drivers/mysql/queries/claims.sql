@@ -3,8 +3,11 @@
 
 -- name: claim_jobs_lock
 -- The fast path: queues without flow control (pause, limits) only. SKIP LOCKED:
--- concurrent claimers take different rows instead of queueing on one.
-SELECT id, status, has_dependents FROM conveyor_jobs
+-- concurrent claimers take different rows instead of queueing on one. Always on the
+-- claimable index, in claim order: a plan that sorts (on the due index, say) locks
+-- every row it reads before the sort, so the claimers beside it skipped the whole
+-- backlog and found nothing.
+SELECT id, status, has_dependents FROM conveyor_jobs FORCE INDEX (conveyor_jobs_claimable)
 WHERE queue = :queue AND status IN {from_claim} AND waiting_for = 0 AND run_at <= {now}
   AND NOT EXISTS (SELECT 1 FROM conveyor_queues AS c WHERE c.queue = :queue AND c.controlled)
 ORDER BY priority, id
