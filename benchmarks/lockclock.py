@@ -68,12 +68,7 @@ class ClockedCursor(sqlite3.Cursor):
             conn.began, conn.inside = _clock(), 0
             return self
         if _END.match(sql):
-            started = _clock()
-            super().execute(sql, parameters)
-            if conn.began:
-                ended = _clock()
-                _add(ended - conn.began, conn.inside + ended - started)
-                conn.began = 0
+            conn.end(lambda: super(ClockedCursor, self).execute(sql, parameters))
             return self
         if conn.in_transaction or not _WRITE.search(sql):
             started = _clock()
@@ -137,12 +132,14 @@ class ClockedConnection(sqlite3.Connection):
         return self.cursor().executemany(sql, seq)
 
     def commit(self) -> None:
-        self._end(super().commit)
+        self.end(super().commit)
 
     def rollback(self) -> None:
-        self._end(super().rollback)
+        self.end(super().rollback)
 
-    def _end(self, end: Any) -> None:
+    def end(self, end: Any) -> None:
+        """Run ``end`` (a COMMIT or ROLLBACK, by call or by statement) and count the
+        transaction it closes, if one was clocked."""
         started = _clock()
         end()
         if self.began:

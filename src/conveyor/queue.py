@@ -95,15 +95,15 @@ class Queue(QueueAPI):
         if call.write:
             with self.driver.session(conn=call.conn) as session:
                 result = drive(plan, session, writing=True)
-            return settled(result)
-        try:
-            with self.driver.session(write=False, conn=call.conn) as session:
-                result = drive(plan, session, writing=False)
-        except NeedsWrite:
-            again = call.build(self.driver)
-            assert not isinstance(again, Once)
-            with self.driver.session(conn=call.conn) as session:
-                result = drive(again, session, writing=True)
+        else:
+            try:
+                with self.driver.session(write=False, conn=call.conn) as session:
+                    result = drive(plan, session, writing=False)
+            except NeedsWrite:
+                again = call.build(self.driver)
+                assert not isinstance(again, Once)
+                with self.driver.session(conn=call.conn) as session:
+                    result = drive(again, session, writing=True)
         return settled(result)
 
     # -- idempotent requests (the HTTP server's Idempotency-Key) ----------------------

@@ -103,9 +103,7 @@ async def _conveyor_error(request: Request, exc: ConveyorError) -> JSONResponse:
         )
         message, retry_after = _UNAVAILABLE_ANSWERS.get(exc.code, _UNAVAILABLE_ANSWER)
         if exc.outcome_unknown:
-            message = message.replace("nothing was written", _MAYBE_WRITTEN)
-            if _MAYBE_WRITTEN not in message:
-                message = f"{message}; {_MAYBE_WRITTEN}"
+            message = f"{message.replace('; nothing was written', '')}; {_MAYBE_WRITTEN}"
         return error_response(
             503,
             exc.code,

@@ -124,7 +124,8 @@ def _translation(exc: sqlite3.Error, path: str) -> ConveyorError:
         if "conveyor_jobs.queue, conveyor_jobs.key" in str(exc):
             return DuplicateJob("an active job with this key already exists")
         return DatabaseError(f"SQLite integrity error: {exc}")
-    primary = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+    code = getattr(exc, "sqlite_errorcode", None) or 0
+    primary = code & 0xFF
     if primary == _SQLITE_FULL or "database or disk is full" in str(exc):
         return StorageFull(f"SQLite database or disk is full: {exc}")
     if primary == _SQLITE_READONLY or "readonly database" in str(exc):
@@ -132,8 +133,7 @@ def _translation(exc: sqlite3.Error, path: str) -> ConveyorError:
     if primary == _SQLITE_IOERR:
         # An fsync that fails comes after the commit's frames were written to the WAL:
         # the next open's recovery finds them whole, so the write may be there after all.
-        extended = getattr(exc, "sqlite_errorcode", None)
-        unknown = extended in _SYNC_FAILURES
+        unknown = code in _SYNC_FAILURES
         said = (
             f"{exc} while the commit was made durable: it may have been written"
             if unknown
