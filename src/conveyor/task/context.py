@@ -17,13 +17,17 @@ if TYPE_CHECKING:
     from conveyor.queue import Queue
 
 
+# Guards the creation of a context's ``lost`` event (see ``Context.lost``).
+_MAKING_LOST = threading.Lock()
+
+
 class Context:
     """Handed to every task as its first argument."""
 
     def __init__(self, job: Job, queue: Queue, *, stopping: threading.Event | None = None) -> None:
         self._job = job
         self.queue = queue
-        self.lost = threading.Event()
+        self._lost: threading.Event | None = None
         self._reason: str | None = None
         self._stopping = stopping if stopping is not None else threading.Event()
         self._parents: dict[str, Job] | None = None
@@ -50,9 +54,22 @@ class Context:
         return self._job.progress.checkpoint
 
     @property
+    def lost(self) -> threading.Event:
+        """Set once the claim is gone: an event a task's threads can wait on. Made on
+        first use: a worker makes a context per job, and most jobs never ask."""
+        lost = self._lost
+        if lost is None:
+            with _MAKING_LOST:
+                if self._lost is None:
+                    self._lost = threading.Event()
+                lost = self._lost
+        return lost
+
+    @property
     def cancelled(self) -> bool:
         """True once the claim is gone; the task should stop, its result is discarded."""
-        return self.lost.is_set()
+        lost = self._lost
+        return lost is not None and lost.is_set()
 
     @property
     def reason(self) -> str | None:
@@ -94,7 +111,7 @@ class Context:
         return [n for n, s in self.parent_statuses().items() if s != Status.COMPLETED]
 
     def raise_if_cancelled(self) -> None:
-        if self.lost.is_set():
+        if self.cancelled:
             raise StaleClaim(self._reason)
 
     # -- what the task writes -------------------------------------------------------
