@@ -96,6 +96,10 @@ WHERE id IN :locked AND status IN {from_cancel_for_dependency};
 -- The rows a handler changed, read back in the same transaction.
 SELECT * FROM conveyor_jobs WHERE id IN :locked ORDER BY priority, id;
 
+-- name: jobs_locked_brief
+-- The same, for a caller that gets only ids, queues and states.
+SELECT id, queue, status FROM conveyor_jobs WHERE id IN :locked ORDER BY priority, id;
+
 -- Dependents follow their dependencies (PostgreSQL and SQLite do this in a trigger; a
 -- MySQL trigger may not change its own table). :completed are jobs that just completed,
 -- :ended jobs that just became final from active, :reopened_completed jobs that were
