@@ -4,6 +4,7 @@ against), optionally under pyinstrument.
 
     python -m benchmarks.profile_worker --backend sqlite --jobs 20000
     python -m benchmarks.profile_worker --backend postgresql --profile
+    python -m benchmarks.profile_worker --backend mariadb --profile
     python -m benchmarks.profile_worker --async-task   # the same with an async def task
 
 For the real multi-process figures, see ``benchmarks/workers.py`` (``run.py --only
@@ -18,6 +19,7 @@ import contextlib
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,6 +32,7 @@ from conveyor.cli.bench import drain_acked, enqueue_bulk
 
 QUEUE = "bench"
 PG_URL = "postgresql://root@127.0.0.1:5432/test"
+MARIADB_URL = "mysql://root@127.0.0.1:3306/test"
 
 
 def _app(url: str, *, is_async: bool) -> conveyor.App:
@@ -54,6 +57,11 @@ def _database(backend: str) -> Iterator[str]:
     if backend == "sqlite":
         with tempfile.TemporaryDirectory() as folder:
             yield f"sqlite:///{Path(folder) / 'conveyor.db'}"
+    elif backend == "mariadb":
+        from conveyor.drivers.mysql.dialect import scratch_database
+
+        with scratch_database(MARIADB_URL, f"conveyor_profile_{uuid.uuid4().hex[:10]}") as url:
+            yield url
     else:
         with pg_database(PG_URL) as url:
             yield url
@@ -95,7 +103,7 @@ def api_drain(url: str, n: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--backend", choices=("sqlite", "postgresql"), default="sqlite")
+    parser.add_argument("--backend", choices=("sqlite", "postgresql", "mariadb"), default="sqlite")
     parser.add_argument("--jobs", type=int, default=20_000)
     parser.add_argument("--concurrency", type=int, default=10)
     parser.add_argument("--prefetch", type=int, default=None)

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 import conveyor
-from benchmarks import growth, lock_parts, report, run, soak
+from benchmarks import growth, lock_parts, mariadb_parts, report, run, soak
 from benchmarks.harness import Figure, summarise
 from conveyor.cli import app
 from conveyor.cli import bench as workloads
@@ -93,21 +93,24 @@ def test_cli_bench_on_postgres_drops_its_schema() -> None:
     assert schemas() == before
 
 
+def _mysql_databases(prefix: str) -> set[str]:
+    """The MySQL server's databases whose names start with ``prefix`` (no wildcards)."""
+    from tests.conftest import mysql_connection
+
+    with mysql_connection() as conn, conn.cursor() as cur:
+        cur.execute("SHOW DATABASES LIKE %s", (prefix.replace("_", "\\_") + "%",))
+        return {row[0] for row in cur.fetchall()}
+
+
 def test_cli_bench_on_mysql_drops_its_database() -> None:
-    from tests.conftest import MYSQL_URL, mysql_connection, require_mysql
+    from tests.conftest import MYSQL_URL, require_mysql
 
     require_mysql()
-
-    def databases() -> set[str]:
-        with mysql_connection() as conn, conn.cursor() as cur:
-            cur.execute("SHOW DATABASES LIKE 'conveyor\\_bench\\_%'")
-            return {row[0] for row in cur.fetchall()}
-
-    before = databases()
+    before = _mysql_databases("conveyor_bench_")
     result = CliRunner().invoke(app, ["bench", "--db", MYSQL_URL, "--jobs", "100", "--runs", "1"])
     assert result.exit_code == 0, result.output
     assert "mysql://" in result.output
-    assert databases() == before
+    assert _mysql_databases("conveyor_bench_") == before
 
 
 def test_cli_bench_refuses_an_in_memory_database() -> None:
@@ -181,6 +184,27 @@ def test_the_lock_parts_drain_every_variant(
     for line, name in zip(lines[1:], lock_parts.VARIANTS, strict=True):
         assert line.strip().startswith(name)
         assert float(line.split()[-3]) > 0  # µs per job, measured
+
+
+def test_the_mariadb_parts_drain_every_variant_and_drop_their_databases(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.conftest import MYSQL_URL, require_mysql
+
+    require_mysql()
+    before = _mysql_databases("conveyor_parts_")
+    argv = ["mariadb_parts", "--url", MYSQL_URL, "--jobs", "300", "--runs", "1"]
+    monkeypatch.setattr("sys.argv", argv)
+    mariadb_parts.main()
+    lines = capsys.readouterr().out.splitlines()
+    rates = lines[1 : 1 + len(mariadb_parts.VARIANTS)]
+    for line, name in zip(rates, mariadb_parts.VARIANTS, strict=True):
+        assert line.strip().startswith(name)
+        assert float(line.split()[-3].replace(",", "")) > 0  # jobs/s, measured
+    statements = lines[2 + len(mariadb_parts.VARIANTS) :]
+    assert [line.strip().split(":")[0] for line in statements] == list(mariadb_parts.VARIANTS)
+    assert all("claim_update" in line and "ack_claim_update" in line for line in statements)
+    assert _mysql_databases("conveyor_parts_") == before
 
 
 def test_the_soak_measures_its_maximum_then_samples_with_its_retention_restored(

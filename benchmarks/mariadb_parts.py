@@ -1,0 +1,134 @@
+"""What the worker's batch costs on MariaDB, part by part of conveyor's schema.
+
+The ``claim(ack=…)`` loop (one transaction per batch: the previous batch completed and
+the next claimed, as the worker does) drains ``--jobs`` jobs from a new database, once
+with the schema as migrated and once on scratch copies with parts taken away: the count
+trigger that runs on every status change (two delta rows per job and change), and the
+secondary indexes other than the claim's own that hold ``status`` (MySQL has no partial
+index, so each job's claim and ending rewrite an entry in each of them). The difference
+is what each part costs the loop. Scratch databases only: conveyor needs every part.
+Variants are interleaved, run after run, so a change in the machine's load hits them
+alike. The statements are timed too, per batch: the two locking reads, the two
+UPDATEs and the two read-backs.
+
+    python benchmarks/mariadb_parts.py [--url mysql://root@127.0.0.1:3306/test]
+                                       [--jobs 20000] [--runs 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script: make `benchmarks` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import conveyor
+from conveyor.cli.bench import drain_acked, enqueue_bulk
+
+URL = "mysql://root@127.0.0.1:3306/test"
+QUEUE = "bench"
+_TRIGGER = ("DROP TRIGGER conveyor_count_changed",)
+# Every index of conveyor_jobs that holds ``status``, but the claim's own.
+_STATUS_INDEXES = tuple(
+    f"DROP INDEX {name} ON conveyor_jobs"
+    for name in (
+        "conveyor_jobs_due",
+        "conveyor_jobs_running_group",
+        "conveyor_jobs_workflow_status",
+        "conveyor_jobs_status",
+        "conveyor_jobs_status_id",
+    )
+)
+VARIANTS: dict[str, tuple[str, ...]] = {
+    "as migrated": (),
+    "without the count trigger": _TRIGGER,
+    "without the five status indexes": _STATUS_INDEXES,
+    "without the trigger and those indexes": _TRIGGER + _STATUS_INDEXES,
+}
+
+
+@contextmanager
+def _statement_clock() -> Iterator[dict[str, list[int]]]:
+    """Per named statement: [calls, ns], while the block runs."""
+    from conveyor.drivers.mysql import driver
+
+    spent: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    original = driver._MySQLSession.run_step
+
+    def timed(self: Any, step: Any) -> Any:
+        started = time.perf_counter_ns()
+        try:
+            return original(self, step)
+        finally:
+            entry = spent[step.name]
+            entry[0] += 1
+            entry[1] += time.perf_counter_ns() - started
+
+    driver._MySQLSession.run_step = timed  # type: ignore[method-assign]
+    try:
+        yield spent
+    finally:
+        driver._MySQLSession.run_step = original  # type: ignore[method-assign]
+
+
+def _drain(url: str, jobs: int, drop: tuple[str, ...]) -> tuple[float, dict[str, list[int]]]:
+    """jobs/s of the claim(ack=) loop, and its statements' time, on a new database."""
+    import pymysql
+
+    from conveyor.drivers.mysql.dialect import Server, scratch_database
+
+    with (
+        scratch_database(url, f"conveyor_parts_{uuid.uuid4().hex[:10]}") as scratch,
+        conveyor.connect(scratch) as q,
+    ):
+        enqueue_bulk(q, jobs, queue=QUEUE)
+        alter = pymysql.connect(**Server.from_url(scratch).connect_kwargs(10.0))
+        with alter.cursor() as cur:
+            for statement in drop:
+                cur.execute(statement)
+        alter.close()
+        with _statement_clock() as spent:
+            took = drain_acked(q, jobs, queue=QUEUE)
+    return jobs / took, dict(spent)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--url", default=URL)
+    parser.add_argument("--jobs", type=int, default=20_000)
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    rates: dict[str, list[float]] = {name: [] for name in VARIANTS}
+    per_batch: dict[str, dict[str, list[float]]] = {name: defaultdict(list) for name in VARIANTS}
+    for _ in range(args.runs):
+        for name, drop in VARIANTS.items():
+            rate, spent = _drain(args.url, args.jobs, drop)
+            rates[name].append(rate)
+            batches = max(1, args.jobs / 100)
+            for statement, (_, ns) in spent.items():
+                per_batch[name][statement].append(ns / batches / 1e6)
+    print(f"claim(ack=) loop on MariaDB, jobs/s: {args.jobs} jobs in batches of 100; "
+          f"median of {args.runs} interleaved runs (min-max)")  # fmt: skip
+    base = statistics.median(rates["as migrated"])
+    for name, values in rates.items():
+        median = statistics.median(values)
+        print(f"  {name:40s} {median:8,.0f}  ({min(values):,.0f}-{max(values):,.0f})"
+              f"  {median / base:5.2f}x")  # fmt: skip
+    print("ms per batch of 100, by statement (median):")
+    for name, statements in per_batch.items():
+        parts = sorted(statements.items(), key=lambda kv: -statistics.median(kv[1]))
+        shown = ", ".join(f"{s} {statistics.median(v):.2f}" for s, v in parts if v)
+        print(f"  {name}: {shown}")
+
+
+if __name__ == "__main__":
+    main()
