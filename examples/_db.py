@@ -11,16 +11,24 @@ and no ``UPDATE … RETURNING``)."""
 
 from __future__ import annotations
 
+import random
 import re
 import sqlite3
 import threading
-from collections.abc import Iterator, Mapping
+import time
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
+from conveyor import TransactionConflict
 from conveyor.config import database_url, parse_url
 
 _PARAM = re.compile(r"(?<![:\w]):(\w+)")
+T = TypeVar("T")
+# A deadlock broken, or a lock waited for too long, in the application's own statements:
+# MySQL's error codes and PostgreSQL's SQLSTATEs. conveyor's own say TransactionConflict.
+_MYSQL_CONFLICTS = (1213, 1205)
+_POSTGRES_CONFLICTS = ("40P01", "40001")
 
 
 class Tx:
@@ -65,6 +73,15 @@ class Tx:
     def one(self, statement: str, params: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
         rows = self.all(statement, params)
         return rows[0] if rows else None
+
+
+def _is_conflict(exc: BaseException) -> bool:
+    if isinstance(exc, TransactionConflict):
+        return True
+    if getattr(exc, "sqlstate", None) in _POSTGRES_CONFLICTS:  # psycopg
+        return True
+    args = getattr(exc, "args", ())
+    return type(exc).__module__.startswith("pymysql") and bool(args) and args[0] in _MYSQL_CONFLICTS
 
 
 class AppDatabase:
@@ -129,6 +146,22 @@ class AppDatabase:
             conn.execute("COMMIT")
         finally:
             conn.close()
+
+    def retried(self, work: Callable[[Tx], T], *, attempts: int = 5) -> T:
+        """``work(tx)`` in a write transaction, run again when the database rolled it
+        back to break a deadlock (or gave up waiting for a lock): nothing of it was
+        written. conveyor runs its own transactions again by itself; one that also
+        carries the application's writes (``conn=tx.conn``) is the application's to
+        run again, so ``work`` must be safe to repeat."""
+        for attempt in range(attempts):
+            try:
+                with self.transaction() as tx:
+                    return work(tx)
+            except Exception as exc:
+                if attempt + 1 >= attempts or not _is_conflict(exc):
+                    raise
+            time.sleep(random.uniform(0.005, 0.02) * 2**attempt)
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
     def create(self, *, sqlite: str, postgresql: str, mysql: str | None = None) -> None:
         """Create the application's tables (statements separated by ``;``), once."""

@@ -126,8 +126,10 @@ class Library:
 
     def set_hardcover_id(self, book_id: str, hardcover_id: str | None) -> dict[str, Any] | None:
         """Store the book's id; with one, it leaves the queue whatever its state (in the
-        same transaction); cleared, it joins the queue again."""
-        with self.db.transaction() as tx:
+        same transaction); cleared, it joins the queue again. A transaction the database
+        rolled back to break a deadlock (MySQL, beside the clients' claims) runs again."""
+
+        def store(tx: Tx) -> dict[str, Any] | None:
             update = "UPDATE books SET hardcover_id = :hc WHERE id = :id"
             params = {"id": book_id, "hc": hardcover_id}
             if tx.dialect == "mysql":  # no UPDATE … RETURNING: the row read after
@@ -144,7 +146,10 @@ class Library:
                     book_id, queue=QUEUE, include_failed=True,
                     result={"hardcoverId": hardcover_id}, conn=tx.conn,
                 )  # fmt: skip
-        return book_out(row)
+            return row
+
+        row = self.db.retried(store)
+        return None if row is None else book_out(row)
 
     def _enqueue(self, tx: Tx, book_id: str) -> None:
         self.q.enqueue(TASK, {"bookId": book_id}, queue=QUEUE, key=book_id, conn=tx.conn)

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+import conveyor
 from conveyor.maintenance import RetentionPruner
 from examples.metadata_sync.app import QUEUE, Library, create_api
 from tests.examples.conftest import ENV, wait_until
@@ -156,6 +157,44 @@ def test_a_book_that_gets_its_id_leaves_the_queue_whatever_its_state(
     assert api.post("/api/books", json={"title": "   "}).status_code == 422
     oops = api.post("/api/books", content=b"{oops", headers={"Content-Type": "application/json"})
     assert oops.status_code == 400 and oops.json()["error"]["code"] == "malformed_json"
+
+
+def test_a_patch_rolled_back_by_a_deadlock_runs_again_and_commits_once(
+    api: TestClient, library: Library, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # On MySQL, a PATCH's transaction (the book's row, then its job by key) can meet a
+    # client's claim and be chosen to break a deadlock: the database rolls it all back
+    # and conveyor raises TransactionConflict. The first two tries fail so here.
+    book = add_books(api, 1)[0]
+    api.get("/api/missing/hardcover")  # the book's job is claimed by a client
+    complete_by_key = library.q.complete_by_key
+    tries: list[str] = []
+
+    def deadlocked_twice(*args: Any, **kwargs: Any) -> int:
+        tries.append(args[0])
+        if len(tries) <= 2:
+            raise conveyor.TransactionConflict("MySQL broke a deadlock by rolling back")
+        return complete_by_key(*args, **kwargs)
+
+    monkeypatch.setattr(library.q, "complete_by_key", deadlocked_twice)
+    answer = api.patch(f"/api/books/{book['id']}", json={"hardcoverId": "hc-7"})
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["hardcoverId"] == "hc-7" and tries == [book["id"]] * 3
+    job = library.q.latest(book["id"], queue=QUEUE)
+    assert job is not None and job.status == "completed" and job.result == {"hardcoverId": "hc-7"}
+    # Always refused: the client hears a 503 and nothing was stored.
+    other = add_books(api, 1, prefix="Other")[0]
+    tries.clear()
+
+    def deadlocked(*args: Any, **kwargs: Any) -> int:
+        tries.append(args[0])
+        raise conveyor.TransactionConflict("MySQL broke a deadlock by rolling back")
+
+    monkeypatch.setattr(library.q, "complete_by_key", deadlocked)
+    refused = api.patch(f"/api/books/{other['id']}", json={"hardcoverId": "hc-8"})
+    assert refused.status_code == 503 and len(tries) == 5
+    assert api.get(f"/api/books/{other['id']}").json()["hardcoverId"] is None
+    assert library.q.latest(other["id"], queue=QUEUE).status == "pending"  # type: ignore[union-attr]
 
 
 def test_a_new_book_and_its_queue_entry_commit_together(library: Library) -> None:
