@@ -138,7 +138,11 @@ def test_the_queue_declares_its_retention_and_a_pruned_fetch_is_fetched_again(
     failed = api.post("/fetch", json={"fic_url": broken, "requested_by": "ada"}).json()
     wait_until(lambda: len(inbox(api, "ada")) == 2)
     time.sleep(0.05)
-    assert RetentionPruner(bot.q, pause=0).run_once() == 1
+    # A pass skips a job whose row another transaction holds at that moment (the
+    # dispatcher's, marking the delivery done): it is pruned by a later pass.
+    pruner, pruned = RetentionPruner(bot.q, pause=0), []
+    wait_until(lambda: pruned.append(pruner.run_once()) or sum(pruned) >= 1)
+    assert sum(pruned) == 1
     assert bot.q.get(first["job_id"]) is None
     # The URL's key is not retired: asking again fetches it afresh, and answers.
     fresh = api.post("/fetch", json={"fic_url": url, "requested_by": "bob"})
