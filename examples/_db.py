@@ -11,7 +11,6 @@ and no ``UPDATE … RETURNING``)."""
 
 from __future__ import annotations
 
-import random
 import re
 import sqlite3
 import threading
@@ -22,6 +21,7 @@ from typing import Any, TypeVar
 
 from conveyor import TransactionConflict
 from conveyor.config import database_url, parse_url
+from conveyor.retry import conflict_pause
 
 _PARAM = re.compile(r"(?<![:\w]):(\w+)")
 T = TypeVar("T")
@@ -150,18 +150,20 @@ class AppDatabase:
     def retried(self, work: Callable[[Tx], T], *, attempts: int = 5) -> T:
         """``work(tx)`` in a write transaction, run again when the database rolled it
         back to break a deadlock (or gave up waiting for a lock): nothing of it was
-        written. conveyor runs its own transactions again by itself; one that also
-        carries the application's writes (``conn=tx.conn``) is the application's to
-        run again, so ``work`` must be safe to repeat."""
-        for attempt in range(attempts):
+        written; ``attempts`` tries in all, with conveyor's own pause between them.
+        conveyor runs its own transactions again by itself; one that also carries the
+        application's writes (``conn=tx.conn``) is the application's to run again, so
+        ``work`` must be safe to repeat."""
+        for attempt in range(attempts - 1):
             try:
                 with self.transaction() as tx:
                     return work(tx)
             except Exception as exc:
-                if attempt + 1 >= attempts or not _is_conflict(exc):
+                if not _is_conflict(exc):
                     raise
-            time.sleep(random.uniform(0.005, 0.02) * 2**attempt)
-        raise AssertionError("unreachable: the last attempt returns or raises")
+            time.sleep(conflict_pause(attempt))
+        with self.transaction() as tx:  # the last try: its conflict is the caller's
+            return work(tx)
 
     def create(self, *, sqlite: str, postgresql: str, mysql: str | None = None) -> None:
         """Create the application's tables (statements separated by ``;``), once."""

@@ -6,7 +6,6 @@ paths, and wakes local waiters once it commits."""
 
 from __future__ import annotations
 
-import random
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -34,16 +33,9 @@ from conveyor.ops.idempotency import (
     Outcome,
     idempotent,
 )
-from conveyor.retry import BackoffPolicy
+from conveyor.retry import CONFLICT_RETRIES, BackoffPolicy, conflict_pause
 
 T = TypeVar("T")
-# A transaction of the queue's own that the database rolled back to break a deadlock
-# (MySQL) runs again, at most this many more times, after a short jittered pause.
-CONFLICT_RETRIES = 5
-
-
-def conflict_pause(attempt: int) -> float:
-    return random.uniform(0.005, 0.02) * (attempt + 1)
 
 
 class Queue(QueueAPI):

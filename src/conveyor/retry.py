@@ -9,6 +9,16 @@ from datetime import timedelta
 
 from conveyor.errors import InvalidArgument
 
+# A transaction the database rolled back to break a deadlock (MySQL) runs again, at
+# most this many more times, after a short jittered pause: the queue's own transactions
+# and a MySQL statement committed on its own alike.
+CONFLICT_RETRIES = 5
+
+
+def conflict_pause(attempt: int) -> float:
+    """A short, jittered pause before running a transaction again after a conflict."""
+    return random.uniform(0.005, 0.02) * (attempt + 1)
+
 
 @dataclass(frozen=True, slots=True)
 class Backoff:

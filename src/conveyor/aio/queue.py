@@ -17,7 +17,8 @@ from conveyor.drivers.operations import Operation
 from conveyor.errors import ConveyorError, TransactionConflict
 from conveyor.ops import Announce, Call, Later, Once, Plan, settled
 from conveyor.ops.defaults import Defaults
-from conveyor.queue import CONFLICT_RETRIES, NeedsWrite, Queue, conflict_pause
+from conveyor.queue import NeedsWrite, Queue
+from conveyor.retry import CONFLICT_RETRIES, conflict_pause
 
 T = TypeVar("T")
 # An AsyncQueue on SQLite learns of changes by looking at its counter this often.

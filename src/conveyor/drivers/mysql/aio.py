@@ -23,12 +23,10 @@ from conveyor.drivers.mysql.dialect import (
 from conveyor.drivers.mysql.handlers import Change, Rows, Step
 from conveyor.drivers.mysql.session import (
     ASYNC_HANDLERS,
-    RETRIES,
     WATCH,
     WATCH_INTERVAL,
     CursorStatements,
     begin_statements,
-    conflict_pause,
     own_transaction,
     session_init,
 )
@@ -40,6 +38,7 @@ from conveyor.errors import (
     InvalidArgument,
     TransactionConflict,
 )
+from conveyor.retry import CONFLICT_RETRIES, conflict_pause
 
 log = logging.getLogger("conveyor.mysql")
 
@@ -154,11 +153,11 @@ class AsyncMySQLDriver(MySQLValues, AsyncDriver):
         queues: Iterable[str] = (),
         finished: Iterable[int] = (),
     ) -> list[Row]:
-        for attempt in range(RETRIES + 1):
+        for attempt in range(CONFLICT_RETRIES + 1):
             try:
                 return await super().write_once(op, queues=queues, finished=finished)
             except TransactionConflict:
-                if attempt == RETRIES:
+                if attempt == CONFLICT_RETRIES:
                     raise
                 await asyncio.sleep(conflict_pause(attempt))
         raise AssertionError("unreachable")

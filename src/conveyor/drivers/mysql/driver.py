@@ -36,20 +36,19 @@ from conveyor.drivers.mysql.dialect import (
 )
 from conveyor.drivers.mysql.handlers import Change, Rows, Step
 from conveyor.drivers.mysql.session import (
-    RETRIES,
     SESSION_SETUP,
     SYNC_HANDLERS,
     WATCH,
     WATCH_INTERVAL,
     CursorStatements,
     begin_statements,
-    conflict_pause,
     own_transaction,
 )
 from conveyor.drivers.operations import Operation
 from conveyor.drivers.sql import Statements
 from conveyor.drivers.values import Row
 from conveyor.errors import DatabaseError, DatabaseUnavailable, InvalidArgument, TransactionConflict
+from conveyor.retry import CONFLICT_RETRIES, conflict_pause
 
 log = logging.getLogger("conveyor.mysql")
 
@@ -266,11 +265,11 @@ class MySQLDriver(MySQLValues, Driver):
     ) -> list[Row]:
         # A statement committed on its own: after a deadlock or a lock wait that ran
         # out, nothing of it was written, and it runs again.
-        for attempt in range(RETRIES + 1):
+        for attempt in range(CONFLICT_RETRIES + 1):
             try:
                 return super().write_once(op, queues=queues, finished=finished)
             except TransactionConflict:
-                if attempt == RETRIES:
+                if attempt == CONFLICT_RETRIES:
                     raise
                 time.sleep(conflict_pause(attempt))
         raise AssertionError("unreachable")

@@ -6,7 +6,6 @@ Only the waiting differs: the drivers' sessions call the cursor, or await it."""
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -41,13 +40,6 @@ WATCH = (
     "SELECT max(id) AS top, count(*) AS n FROM"
     f" (SELECT id FROM conveyor_count_deltas ORDER BY id DESC LIMIT {WATCH_ROWS}) AS recent"
 )
-# A statement committed on its own is run again this many times after a conflict.
-RETRIES = 5
-
-
-def conflict_pause(attempt: int) -> float:
-    """A short, jittered pause before running a transaction again after a conflict."""
-    return random.uniform(0.005, 0.02) * (attempt + 1)
 
 
 def session_init(server_version: str) -> str:
