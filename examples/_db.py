@@ -75,7 +75,9 @@ class Tx:
         return rows[0] if rows else None
 
 
-def _is_conflict(exc: BaseException) -> bool:
+def is_conflict(exc: BaseException) -> bool:
+    """Whether ``exc`` says the database rolled the transaction back to break a deadlock
+    or gave up waiting for a lock: nothing of it was written, and trying again can work."""
     if isinstance(exc, TransactionConflict):
         return True
     if getattr(exc, "sqlstate", None) in _POSTGRES_CONFLICTS:  # psycopg
@@ -159,7 +161,7 @@ class AppDatabase:
                 with self.transaction() as tx:
                     return work(tx)
             except Exception as exc:
-                if not _is_conflict(exc):
+                if not is_conflict(exc):
                     raise
             time.sleep(conflict_pause(attempt))
         with self.transaction() as tx:  # the last try: its conflict is the caller's

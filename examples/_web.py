@@ -21,6 +21,7 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 import conveyor
+from examples._db import is_conflict
 
 log = logging.getLogger("examples")
 
@@ -110,8 +111,20 @@ def install_errors(api: FastAPI, style: ErrorStyle = "error") -> None:
         status = next((s for cls, s in _STATUS_OF.items() if isinstance(exc, cls)), 500)
         if status >= 500:
             log.warning("%s on %s %s: %s", type(exc).__name__, request.method, request.url, exc)
-            return answer(503, "unavailable", "the database is unavailable; try again later")
+            return unavailable()
         return answer(status, exc.code, exc.message)
+
+    def unavailable() -> JSONResponse:
+        # Nothing of the request was written: the client may send it again shortly.
+        refused = answer(503, "unavailable", "the database is unavailable; try again later")
+        refused.headers["Retry-After"] = "1"
+        return refused
+
+    async def driver_error(request: Request, exc: Exception) -> JSONResponse:
+        if is_conflict(exc):  # the application's own statement lost a deadlock, every try
+            log.warning("%s on %s %s: %s", type(exc).__name__, request.method, request.url, exc)
+            return unavailable()
+        return await internal(request, exc)
 
     async def internal(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
@@ -121,7 +134,28 @@ def install_errors(api: FastAPI, style: ErrorStyle = "error") -> None:
     api.add_exception_handler(HTTPException, http_error)
     api.add_exception_handler(RequestValidationError, invalid)
     api.add_exception_handler(conveyor.ConveyorError, conveyor_error)
+    for driver_errors in _operational_errors():
+        api.add_exception_handler(driver_errors, driver_error)
     api.add_exception_handler(Exception, internal)
+
+
+def _operational_errors() -> list[type[Exception]]:
+    """The database drivers' class of a deadlock broken or a lock wait given up, for
+    the drivers installed."""
+    found: list[type[Exception]] = []
+    try:
+        import pymysql
+    except ImportError:
+        pass
+    else:
+        found.append(pymysql.err.OperationalError)
+    try:
+        import psycopg
+    except ImportError:
+        pass
+    else:
+        found.append(psycopg.errors.OperationalError)
+    return found
 
 
 class BodyLimit:

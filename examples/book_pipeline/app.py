@@ -26,7 +26,7 @@ from starlette.types import ASGIApp
 
 import conveyor
 from examples._common import declare_retention
-from examples._db import AppDatabase
+from examples._db import AppDatabase, Tx
 from examples._web import ApiError, BodyLimit, NoNul, Workers, install_errors
 from examples.book_pipeline.jobs import (
     EXTRACTION_GROUP,
@@ -134,16 +134,20 @@ class Pipeline:
 
     # -- pages --------------------------------------------------------------------------
     def upload(self, book_id: str, files: list[tuple[str, bytes]]) -> dict[str, Any]:
+
+        def add(tx: Tx) -> tuple[list[int], conveyor.Job]:  # the pages and their job, or neither
+            if not self.store.lock_book(tx, book_id):
+                raise ApiError(404, f"Book not found: {book_id}")
+            if self.store.page_count(book_id, tx) + len(files) > MAX_PAGES_PER_BOOK:
+                raise ApiError(400, f"a book has at most {MAX_PAGES_PER_BOOK} pages")
+            numbers = self.store.add_pages(tx, book_id, files)
+            job = self.start(
+                "ocr_batch", book_id, pages=numbers, total_items=len(numbers), conn=tx.conn
+            )
+            return numbers, job
+
         try:
-            with self.db.transaction() as tx:  # the pages and their job, or neither
-                if not self.store.lock_book(tx, book_id):
-                    raise ApiError(404, f"Book not found: {book_id}")
-                if self.store.page_count(book_id, tx) + len(files) > MAX_PAGES_PER_BOOK:
-                    raise ApiError(400, f"a book has at most {MAX_PAGES_PER_BOOK} pages")
-                numbers = self.store.add_pages(tx, book_id, files)
-                job = self.start(
-                    "ocr_batch", book_id, pages=numbers, total_items=len(numbers), conn=tx.conn
-                )
+            numbers, job = self.db.retried(add)
         except conveyor.DuplicateJob as exc:
             raise self.busy(book_id, exc) from None
         return {

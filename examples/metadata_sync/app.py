@@ -111,12 +111,15 @@ class Library:
         """Insert a book and queue it, atomically: both or neither."""
         book_id = str(uuid.uuid4())
         now = datetime.now(UTC).isoformat()
-        with self.db.transaction() as tx:
+
+        def insert(tx: Tx) -> None:
             tx.execute(
                 "INSERT INTO books (id, title, created_at) VALUES (:id, :title, :now)",
                 {"id": book_id, "title": title, "now": now},
             )
             self._enqueue(tx, book_id)
+
+        self.db.retried(insert)
         return {"id": book_id, "title": title, "hardcoverId": None, "createdAt": now}
 
     def get_book(self, book_id: str) -> dict[str, Any] | None:
@@ -163,30 +166,34 @@ class Library:
         lock = " FOR UPDATE" if self.db.dialect in ("postgresql", "mysql") else ""
         after = ("", "")
         added = 0
-        while True:
-            with self.db.transaction() as tx:
-                # Locked until the jobs commit, so a book given its id meanwhile waits
-                # and then completes the job it finds.
-                rows = tx.all(
-                    "SELECT id, created_at FROM books WHERE hardcover_id IS NULL"
-                    " AND (created_at > :at OR (created_at = :at AND id > :id))"
-                    f" ORDER BY created_at, id LIMIT :n{lock}",
-                    {"at": after[0], "id": after[1], "n": chunk},
+
+        def queue_chunk(tx: Tx) -> tuple[list[dict[str, Any]], list[conveyor.Job]]:
+            # Locked until the jobs commit, so a book given its id meanwhile waits and
+            # then completes the job it finds.
+            rows = tx.all(
+                "SELECT id, created_at FROM books WHERE hardcover_id IS NULL"
+                " AND (created_at > :at OR (created_at = :at AND id > :id))"
+                f" ORDER BY created_at, id LIMIT :n{lock}",
+                {"at": after[0], "id": after[1], "n": chunk},
+            )
+            # One at a time: ``enqueue_many`` takes no dedupe policy per item.
+            jobs = [
+                self.q.enqueue(
+                    TASK,
+                    {"bookId": r["id"]},
+                    queue=QUEUE,
+                    key=r["id"],
+                    on_completed="return",
+                    conn=tx.conn,
                 )
-                if not rows:
-                    return added
-                # One at a time: ``enqueue_many`` takes no dedupe policy per item.
-                jobs = [
-                    self.q.enqueue(
-                        TASK,
-                        {"bookId": r["id"]},
-                        queue=QUEUE,
-                        key=r["id"],
-                        on_completed="return",
-                        conn=tx.conn,
-                    )
-                    for r in rows
-                ]
+                for r in rows
+            ]
+            return rows, jobs
+
+        while True:
+            rows, jobs = self.db.retried(queue_chunk)
+            if not rows:
+                return added
             added += sum(not j.deduplicated for j in jobs)
             after = (rows[-1]["created_at"], rows[-1]["id"])
 

@@ -65,6 +65,31 @@ class State:
         os.replace(tmp, self.path)
 
 
+# A 503 says the server wrote nothing (the database was unavailable, or it rolled the
+# request's transaction back every time it tried): the same request is sent again after
+# the pause it asks for, a few times, before the client gives up.
+UNAVAILABLE_TRIES = 5
+LONGEST_PAUSE = 10.0
+
+
+def send(http: httpx.Client, method: str, path: str, **kwargs: Any) -> httpx.Response:
+    """``http.request``, sent again on a 503 (``UNAVAILABLE_TRIES`` in all)."""
+    for _ in range(UNAVAILABLE_TRIES - 1):
+        answer = http.request(method, path, **kwargs)
+        if answer.status_code != 503:
+            return answer
+        time.sleep(_pause(answer.headers.get("Retry-After")))
+    return http.request(method, path, **kwargs)
+
+
+def _pause(retry_after: str | None) -> float:
+    try:
+        seconds = float(retry_after) if retry_after is not None else 1.0
+    except ValueError:  # an HTTP date, or nonsense: the default
+        seconds = 1.0
+    return min(max(seconds, 0.0), LONGEST_PAUSE)
+
+
 def run_client(
     url: str,
     *,
@@ -91,9 +116,10 @@ def run_client(
                     continue
                 hardcover_id = catalogue_lookup(book["title"], delay=delay)
                 if hardcover_id is not None:
-                    answer = http.patch(
-                        f"/api/books/{book['id']}", json={"hardcoverId": hardcover_id}
-                    )
+                    answer = send(
+                        http, "PATCH", f"/api/books/{book['id']}",
+                        json={"hardcoverId": hardcover_id},
+                    )  # fmt: skip
                     answer.raise_for_status()
                     counts["found"] += 1
                 counts["books"] += 1
@@ -106,7 +132,7 @@ def run_client(
             work(state.books, resumed=True)
         while True:
             params = {"previousProcessingId": state.processing_id} if state.processing_id else {}
-            answer = http.get("/api/missing/hardcover", params=params)
+            answer = send(http, "GET", "/api/missing/hardcover", params=params)
             answer.raise_for_status()
             batch = answer.json()
             books = [{"id": b["id"], "title": b["title"]} for b in batch["books"]]
@@ -120,7 +146,7 @@ def run_client(
 
 
 def _has_id(http: httpx.Client, book_id: str) -> bool:
-    answer = http.get(f"/api/books/{book_id}")
+    answer = send(http, "GET", f"/api/books/{book_id}")
     if answer.status_code == 404:
         return True  # gone: nothing to do
     answer.raise_for_status()

@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Annotated, Any, Literal
 
 from fastapi import FastAPI, Path, Query, Response
@@ -177,25 +178,28 @@ class Subtitles:
         """One attempt at a video, recorded in its row: ``processing`` as it starts,
         ``completed`` with the subtitle, else ``pending`` (a retry follows) or
         ``failed``. A video completed meanwhile (reconciled) is left alone."""
-        with self.db.transaction() as tx:
-            started = tx.execute(
+        started = self.db.retried(
+            lambda tx: tx.execute(
                 "UPDATE videos SET status = 'processing', attempts = :attempt"
                 " WHERE video_id = :id AND status <> 'completed'",
                 {"id": video_id, "attempt": ctx.attempt},
             )
+        )
         if not started:
             return {"subtitle": "completed before this run"}
         try:
             content = self.transcribe(video_id, title)
         except Exception as exc:
             final = isinstance(exc, conveyor.Terminal) or ctx.attempt >= ctx.job.max_attempts
-            with self.db.transaction() as tx:
-                tx.execute(
+            params = {"id": video_id, "status": "failed" if final else "pending",
+                      "error": str(exc).split("\n", 1)[0] or type(exc).__name__}  # fmt: skip
+            self.db.retried(
+                lambda tx: tx.execute(
                     "UPDATE videos SET status = :status, last_error = :error"
                     " WHERE video_id = :id AND status = 'processing'",
-                    {"id": video_id, "status": "failed" if final else "pending",
-                     "error": str(exc).split("\n", 1)[0] or type(exc).__name__},
-                )  # fmt: skip
+                    params,
+                )
+            )
             raise
         stored = self._complete(video_id, content, "transcriber")
         return {"subtitle": "transcribed" if stored else "kept the one found meanwhile"}
@@ -219,13 +223,16 @@ class Subtitles:
             " VALUES (:id, :content, :source, :now)"
         )
         params = {"id": video_id, "content": content, "source": source, "now": _now()}
-        with self.db.transaction() as tx:
+
+        def store(tx: Tx) -> bool:
             if tx.dialect == "mysql":
                 stored = tx.insert_new(insert, params)
             else:
-                stored = tx.execute(insert + " ON CONFLICT (video_id) DO NOTHING", params)
+                stored = tx.execute(insert + " ON CONFLICT (video_id) DO NOTHING", params) > 0
             self._mark_completed(tx, video_id)
-        return bool(stored)
+            return stored
+
+        return self.db.retried(store)
 
     @staticmethod
     def _mark_completed(tx: Tx, video_id: str) -> int:
@@ -244,7 +251,8 @@ class Subtitles:
             " VALUES (:id, :channel, :title, :now)"
         )
         params = {"id": video_id, "channel": channel_id, "title": title, "now": _now()}
-        with self.db.transaction() as tx:
+
+        def add(tx: Tx) -> bool:
             if tx.dialect == "mysql":
                 inserted = tx.insert_new(insert, params)
             else:
@@ -257,6 +265,9 @@ class Subtitles:
                     TASK, {"video_id": video_id, "title": title}, queue=QUEUE, key=video_id,
                     on_completed="return", on_failed="return", conn=tx.conn,
                 )  # fmt: skip
+            return inserted
+
+        inserted = self.db.retried(add)
         video = self.video(video_id)
         assert video is not None
         if video["channel_id"] != channel_id:
@@ -295,7 +306,8 @@ class Subtitles:
 
     def retry(self, video_id: str) -> dict[str, Any]:
         """A failed video back to pending with attempts 0 (the operator's button)."""
-        with self.db.transaction() as tx:
+
+        def reopen(tx: Tx) -> None:
             row = tx.one("SELECT title, status FROM videos WHERE video_id = :id", {"id": video_id})
             if row is None:
                 raise ApiError(404, f"no video {video_id!r}")
@@ -314,6 +326,8 @@ class Subtitles:
                 " WHERE video_id = :id",
                 {"id": video_id},
             )
+
+        self.db.retried(reopen)
         video = self.video(video_id)
         assert video is not None
         return video
@@ -405,14 +419,18 @@ class Subtitles:
             if not rows:
                 return completed
             for row in rows:
-                with self.db.transaction() as tx:
-                    if self._mark_completed(tx, row["video_id"]):
-                        completed += 1
-                        self.q.complete_by_key(
-                            row["video_id"], queue=QUEUE, include_failed=True,
-                            result={"subtitle": "found"}, conn=tx.conn,
-                        )  # fmt: skip
+                completed += self.db.retried(partial(self._reconcile_one, row["video_id"]))
             after = rows[-1]["video_id"]
+
+    def _reconcile_one(self, video_id: str, tx: Tx) -> bool:
+        """The video completed and its job with it; False when it was already."""
+        if not self._mark_completed(tx, video_id):
+            return False
+        self.q.complete_by_key(
+            video_id, queue=QUEUE, include_failed=True, result={"subtitle": "found"},
+            conn=tx.conn,
+        )  # fmt: skip
+        return True
 
 
 def _now() -> str:

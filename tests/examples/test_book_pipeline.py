@@ -655,3 +655,28 @@ def test_without_the_examples_extra_it_says_what_to_install(tmp_path: Any) -> No
         "error: the book pipeline needs the examples extra (missing: python-multipart); "
         "install it with: pip install -e '.[examples]'"
     ]
+
+
+def test_an_upload_rolled_back_by_a_deadlock_stores_its_pages_once(
+    open_api: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The pages and their job commit in one transaction; rolled back twice (MySQL breaking
+    # a deadlock), it runs again: the pages are numbered from 1 once, one job holds them.
+    pipeline, api = open_api(workers=0)
+    book = new_book(api)
+    enqueue = pipeline.q.enqueue
+    tries = 0
+
+    def deadlocked_twice(*args: Any, **kwargs: Any) -> conveyor.Job:
+        nonlocal tries
+        tries += 1
+        if tries <= 2:
+            raise conveyor.TransactionConflict("MySQL broke a deadlock by rolling back")
+        return enqueue(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline.q, "enqueue", deadlocked_twice)
+    answer = upload(api, book, [b"page-1", b"page-2"])
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["pages_uploaded"] == [1, 2] and tries == 3
+    assert [p["page_num"] for p in pipeline.store.pages(book)] == [1, 2]
+    assert len(pipeline.q.jobs(queue=QUEUE, key=book)) == 1

@@ -19,6 +19,7 @@ from fastapi.testclient import TestClient
 
 import conveyor
 from conveyor.maintenance import RetentionPruner
+from examples.metadata_sync import client as sync_client
 from examples.metadata_sync.app import QUEUE, Library, create_api
 from tests.examples.conftest import ENV, wait_until
 
@@ -195,6 +196,60 @@ def test_a_patch_rolled_back_by_a_deadlock_runs_again_and_commits_once(
     assert refused.status_code == 503 and len(tries) == 5
     assert api.get(f"/api/books/{other['id']}").json()["hardcoverId"] is None
     assert library.q.latest(other["id"], queue=QUEUE).status == "pending"  # type: ignore[union-attr]
+
+
+def test_a_new_book_rolled_back_by_a_deadlock_is_added_once_on_the_next_try(
+    api: TestClient, library: Library, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    enqueue = library.q.enqueue
+    tries = 0
+
+    def deadlocked_twice(*args: Any, **kwargs: Any) -> conveyor.Job:
+        nonlocal tries
+        tries += 1
+        if tries <= 2:  # after the book's INSERT, in the same transaction
+            raise conveyor.TransactionConflict("MySQL broke a deadlock by rolling back")
+        return enqueue(*args, **kwargs)
+
+    monkeypatch.setattr(library.q, "enqueue", deadlocked_twice)
+    book = add_books(api, 1)[0]
+    assert tries == 3
+    with library.db.transaction(write=False) as tx:
+        assert tx.one("SELECT count(*) AS n FROM books")["n"] == 1  # type: ignore[index]
+    assert [job.key for job in library.q.jobs(queue=QUEUE)] == [book["id"]]
+
+
+def test_the_client_sends_a_request_again_after_a_503_and_gives_up_after_its_tries(
+    api: TestClient, library: Library, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    add_books(api, 3)
+    claim = library.q.claim
+    refusals = 1
+
+    def unavailable_first(*args: Any, **kwargs: Any) -> conveyor.Claim:
+        nonlocal refusals
+        if refusals:
+            refusals -= 1
+            raise conveyor.TransactionConflict("MySQL broke a deadlock by rolling back")
+        return claim(*args, **kwargs)
+
+    monkeypatch.setattr(library.q, "claim", unavailable_first)
+    # A 503 (Retry-After: 1), then a 200.
+    answer = sync_client.send(api, "GET", "/api/missing/hardcover")
+    assert answer.status_code == 200 and len(answer.json()["books"]) == 3
+    refusals = 10
+    monkeypatch.setattr(sync_client, "UNAVAILABLE_TRIES", 2)
+    answer = sync_client.send(api, "GET", "/api/missing/hardcover")
+    assert answer.status_code == 503 and answer.headers["Retry-After"] == "1"
+    assert refusals == 8  # two tries, then the 503 is the caller's
+    assert library.q.stats(QUEUE).running == 3  # the refused claims took nothing
+
+
+def test_the_client_pauses_as_long_as_the_server_asks_within_a_cap() -> None:
+    pause = sync_client._pause
+    assert pause("3") == 3.0 and pause("0.5") == 0.5
+    assert pause(None) == 1.0 and pause("Wed, 21 Oct 2026 07:28:00 GMT") == 1.0
+    assert pause("86400") == sync_client.LONGEST_PAUSE and pause("-5") == 0.0
 
 
 def test_a_new_book_and_its_queue_entry_commit_together(library: Library) -> None:
