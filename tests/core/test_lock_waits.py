@@ -132,3 +132,57 @@ def test_folding_goes_on_while_another_transaction_has_written_a_job(
         assert still_open.is_set()  # done while that job's delta was uncommitted
     assert folded > 0  # the committed jobs' deltas; not the open transaction's
     assert q.stats(queue="a").completed == 5 and q.stats(queue="a").pending == 0
+
+
+def test_a_sqlite_write_waits_for_another_writers_lock_then_goes_on(tmp_path: Any) -> None:
+    # While another connection holds the write lock, a write (a single statement or a
+    # transaction) waits for it, up to the timeout; once it is free, the write is done.
+    import sqlite3
+
+    path = f"{tmp_path}/held.db"
+    q = conveyor.connect(f"sqlite:///{path}?timeout=30")
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another process's writer, holding the lock
+    done: list[conveyor.Job] = []
+    writers = [
+        threading.Thread(target=lambda: done.append(q.enqueue("waited"))),  # one statement
+        threading.Thread(target=lambda: done.append(q.claim("default").jobs[0])),  # a session
+    ]
+    try:
+        writers[0].start()
+        writers[0].join(0.3)
+        assert writers[0].is_alive() and not done  # waiting for the lock
+        other.execute("COMMIT")
+        writers[0].join(30)
+        assert [job.task for job in done] == ["waited"]
+        other.execute("BEGIN IMMEDIATE")
+        writers[1].start()
+        writers[1].join(0.3)
+        assert writers[1].is_alive() and len(done) == 1
+        other.execute("COMMIT")
+        writers[1].join(30)
+        assert [job.status for job in done] == ["pending", "running"]
+    finally:
+        other.close()
+        q.close()
+
+
+def test_a_sqlite_write_that_cannot_get_the_lock_in_its_timeout_says_busy(
+    tmp_path: Any,
+) -> None:
+    import sqlite3
+
+    path = f"{tmp_path}/held.db"
+    q = conveyor.connect(f"sqlite:///{path}?timeout=0.2")
+    job = q.enqueue("first")
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(conveyor.DatabaseError, match="busy"):
+            q.enqueue("refused")
+        with pytest.raises(conveyor.DatabaseError, match="busy"):
+            q.claim("default")
+    finally:
+        other.close()
+    assert [j.task for j in q.jobs()] == ["first"] and q.get(job.id).status == "pending"  # type: ignore[union-attr]
+    q.close()
