@@ -115,7 +115,8 @@ def install_errors(api: FastAPI, style: ErrorStyle = "error") -> None:
         return answer(status, exc.code, exc.message)
 
     def unavailable() -> JSONResponse:
-        # Nothing of the request was written: the client may send it again shortly.
+        # A transaction lost every try (nothing written) or the database is unavailable:
+        # the client may send the request again shortly.
         refused = answer(503, "unavailable", "the database is unavailable; try again later")
         refused.headers["Retry-After"] = "1"
         return refused

@@ -65,9 +65,10 @@ class State:
         os.replace(tmp, self.path)
 
 
-# A 503 says the server wrote nothing (the database was unavailable, or it rolled the
-# request's transaction back every time it tried): the same request is sent again after
-# the pause it asks for, a few times, before the client gives up.
+# A 503 says the database was unavailable, or rolled the request's transaction back every
+# time it ran. The same request is sent again after the pause it asks for, a few times,
+# before the client gives up: a PATCH stores the same id again, and a batch claimed by a
+# request whose answer was lost returns to the queue when its lease runs out.
 UNAVAILABLE_TRIES = 5
 LONGEST_PAUSE = 10.0
 
