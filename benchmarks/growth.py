@@ -469,18 +469,18 @@ def measure_size(backend: str, size: int, args: argparse.Namespace, workdir: Pat
             latencies, rows = time_reads(reads(q, dq), args.rounds, args.budget)
         for name, lat in latencies.items():
             log(f"  {name:36} p50 {lat.p50:9.3f} ms  p99 {lat.p99:9.3f} ms  ({lat.count})")
-        rates, cold = [], []
+        rates, warmups = [], []
         for run in range(args.warmup_drains + args.drain_runs):
             result = drains.drain_on(drains._conveyor(backend), db.drain_db, args.drain,
                                      args.processes, workdir)  # fmt: skip
             if run < args.warmup_drains:
-                cold.append(result["jobs/s"])
+                warmups.append(result["jobs/s"])
                 log(f"  worker drain, warm-up {run + 1}: {result['jobs/s']:,.0f} jobs/s")
             else:
                 rates.append(result["jobs/s"])
                 log(f"  worker drain {len(rates)}: {result['jobs/s']:,.0f} jobs/s")
             db.forget_drained()
-        return SizeResult(size, fill_s, rates, latencies, cold, rows)
+        return SizeResult(size, fill_s, rates, latencies, warmups, rows)
 
 
 # -- the table ------------------------------------------------------------------------------
@@ -499,15 +499,13 @@ def table(result: BackendResult) -> list[str]:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
 
     def row(name: str, values: list[float], fmt: str, ok: Callable[[float], bool],
-            rows: list[int | None] | None = None) -> None:  # fmt: skip
+            rows: list[int] | None = None) -> None:  # fmt: skip
         ratios = []
         for k, v in enumerate(values[1:], 1):
             r = v / values[0] if values[0] else float("inf")
             shown = f"{r:.2f}"
-            if rows and rows[0] and rows[k] and rows[k] != rows[0]:
-                # A page that holds fewer rows at the small size (a status the fixture
-                # has few of): judged per row returned, which is what the time pays for.
-                r = r * rows[0] / rows[k]  # type: ignore[operator]
+            if rows is not None:
+                r = r * rows[0] / rows[k]
                 shown += f", per row {r:.2f}"
             ratios.append(shown if ok(r) else f"**{shown} outside**")
         lines.append("| " + " | ".join([name, *(format(v, fmt) for v in values), *ratios])
@@ -516,13 +514,16 @@ def table(result: BackendResult) -> list[str]:
     row(f"worker drain, jobs/s (target >= {DRAIN_TARGET:.2f})", [s.drain for s in sizes],
         ",.0f", lambda r: r >= DRAIN_TARGET)  # fmt: skip
     for name in sizes[0].reads:
-        counts = [s.rows.get(name) for s in sizes]
+        # A page that holds fewer rows at one size (a status the fixture has few of at
+        # the small one) is judged per row returned, which is what its time pays for.
+        counts = [s.rows.get(name) or 0 for s in sizes]
+        per_row = counts if 0 not in counts and len(set(counts)) > 1 else None
         label = name
-        if len(set(counts)) > 1 and None not in counts:
-            label += " (" + " / ".join(f"{c} rows" for c in counts) + ")"
+        if per_row is not None:
+            label += " (" + " / ".join(f"{c} rows" for c in per_row) + ")"
         for pct in ("p50", "p99"):
             values = [getattr(s.reads[name], pct) for s in sizes]
-            row(f"{label}, {pct} ms", values, ".3f", lambda r: r <= READ_TARGET, counts)
+            row(f"{label}, {pct} ms", values, ".3f", lambda r: r <= READ_TARGET, per_row)
     fills = ", ".join(f"{_size(s.size)} in {s.fill_s:,.0f} s" for s in sizes)
     lines.append("")
     lines.append(f"Fill (untimed fixture): {fills}. Drain runs: "

@@ -110,21 +110,20 @@ def install_errors(api: FastAPI, style: ErrorStyle = "error") -> None:
         assert isinstance(exc, conveyor.ConveyorError)
         status = next((s for cls, s in _STATUS_OF.items() if isinstance(exc, cls)), 500)
         if status >= 500:
-            log.warning("%s on %s %s: %s", type(exc).__name__, request.method, request.url, exc)
-            return unavailable()
+            return unavailable(request, exc)
         return answer(status, exc.code, exc.message)
 
-    def unavailable() -> JSONResponse:
+    def unavailable(request: Request, exc: Exception) -> JSONResponse:
         # A transaction lost every try (nothing written) or the database is unavailable:
         # the client may send the request again shortly.
+        log.warning("%s on %s %s: %s", type(exc).__name__, request.method, request.url, exc)
         refused = answer(503, "unavailable", "the database is unavailable; try again later")
         refused.headers["Retry-After"] = "1"
         return refused
 
     async def driver_error(request: Request, exc: Exception) -> JSONResponse:
         if is_conflict(exc):  # the application's own statement lost a deadlock, every try
-            log.warning("%s on %s %s: %s", type(exc).__name__, request.method, request.url, exc)
-            return unavailable()
+            return unavailable(request, exc)
         return await internal(request, exc)
 
     async def internal(request: Request, exc: Exception) -> JSONResponse:

@@ -17,6 +17,8 @@ from typing import Any
 import httpx
 import pytest
 
+import conveyor
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -124,3 +126,20 @@ def wait_until(check: Callable[[], Any], *, timeout: float = 60.0, every: float 
         if time.monotonic() > deadline:
             raise AssertionError(f"still not true after {timeout}s: {check}")
         time.sleep(every)
+
+
+def conflicting(monkeypatch: pytest.MonkeyPatch, queue: Any, method: str, times: int) -> list[Any]:
+    """``queue.<method>`` raises ``TransactionConflict`` (what conveyor says when MySQL
+    rolled a transaction back to break a deadlock) on its first ``times`` calls, then
+    does its work. Returns the first argument of every call, as they come."""
+    real = getattr(queue, method)
+    calls: list[Any] = []
+
+    def deadlocked(*args: Any, **kwargs: Any) -> Any:
+        calls.append(args[0] if args else None)
+        if len(calls) <= times:
+            raise conveyor.TransactionConflict("MySQL broke a deadlock by rolling back")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(queue, method, deadlocked)
+    return calls

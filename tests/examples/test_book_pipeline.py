@@ -20,7 +20,7 @@ from conveyor.maintenance import RetentionPruner
 from examples.book_pipeline import jobs
 from examples.book_pipeline.app import Pipeline, create_api
 from examples.book_pipeline.jobs import QUEUE, Settings
-from tests.examples.conftest import wait_until
+from tests.examples.conftest import conflicting, wait_until
 
 FAST = Settings(stale_after=30, retry_base=0.01, slow_seconds=0.3)
 FIELDS = {"job_id", "book_id", "job_type", "status", "total_items", "completed_items",
@@ -664,19 +664,9 @@ def test_an_upload_rolled_back_by_a_deadlock_stores_its_pages_once(
     # a deadlock), it runs again: the pages are numbered from 1 once, one job holds them.
     pipeline, api = open_api(workers=0)
     book = new_book(api)
-    enqueue = pipeline.q.enqueue
-    tries = 0
-
-    def deadlocked_twice(*args: Any, **kwargs: Any) -> conveyor.Job:
-        nonlocal tries
-        tries += 1
-        if tries <= 2:
-            raise conveyor.TransactionConflict("MySQL broke a deadlock by rolling back")
-        return enqueue(*args, **kwargs)
-
-    monkeypatch.setattr(pipeline.q, "enqueue", deadlocked_twice)
+    tries = conflicting(monkeypatch, pipeline.q, "enqueue", 2)
     answer = upload(api, book, [b"page-1", b"page-2"])
     assert answer.status_code == 200, answer.text
-    assert answer.json()["pages_uploaded"] == [1, 2] and tries == 3
+    assert answer.json()["pages_uploaded"] == [1, 2] and len(tries) == 3
     assert [p["page_num"] for p in pipeline.store.pages(book)] == [1, 2]
     assert len(pipeline.q.jobs(queue=QUEUE, key=book)) == 1

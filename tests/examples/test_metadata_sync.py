@@ -17,11 +17,10 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-import conveyor
 from conveyor.maintenance import RetentionPruner
 from examples.metadata_sync import client as sync_client
 from examples.metadata_sync.app import QUEUE, Library, create_api
-from tests.examples.conftest import ENV, wait_until
+from tests.examples.conftest import ENV, conflicting, wait_until
 
 
 @pytest.fixture
@@ -168,16 +167,7 @@ def test_a_patch_rolled_back_by_a_deadlock_runs_again_and_commits_once(
     # and conveyor raises TransactionConflict. The first two tries fail so here.
     book = add_books(api, 1)[0]
     api.get("/api/missing/hardcover")  # the book's job is claimed by a client
-    complete_by_key = library.q.complete_by_key
-    tries: list[str] = []
-
-    def deadlocked_twice(*args: Any, **kwargs: Any) -> int:
-        tries.append(args[0])
-        if len(tries) <= 2:
-            raise conveyor.TransactionConflict("MySQL broke a deadlock by rolling back")
-        return complete_by_key(*args, **kwargs)
-
-    monkeypatch.setattr(library.q, "complete_by_key", deadlocked_twice)
+    tries = conflicting(monkeypatch, library.q, "complete_by_key", 2)
     answer = api.patch(f"/api/books/{book['id']}", json={"hardcoverId": "hc-7"})
     assert answer.status_code == 200, answer.text
     assert answer.json()["hardcoverId"] == "hc-7" and tries == [book["id"]] * 3
@@ -185,13 +175,7 @@ def test_a_patch_rolled_back_by_a_deadlock_runs_again_and_commits_once(
     assert job is not None and job.status == "completed" and job.result == {"hardcoverId": "hc-7"}
     # Always refused: the client hears a 503 and nothing was stored.
     other = add_books(api, 1, prefix="Other")[0]
-    tries.clear()
-
-    def deadlocked(*args: Any, **kwargs: Any) -> int:
-        tries.append(args[0])
-        raise conveyor.TransactionConflict("MySQL broke a deadlock by rolling back")
-
-    monkeypatch.setattr(library.q, "complete_by_key", deadlocked)
+    tries = conflicting(monkeypatch, library.q, "complete_by_key", 99)
     refused = api.patch(f"/api/books/{other['id']}", json={"hardcoverId": "hc-8"})
     assert refused.status_code == 503 and len(tries) == 5
     assert api.get(f"/api/books/{other['id']}").json()["hardcoverId"] is None
@@ -201,19 +185,10 @@ def test_a_patch_rolled_back_by_a_deadlock_runs_again_and_commits_once(
 def test_a_new_book_rolled_back_by_a_deadlock_is_added_once_on_the_next_try(
     api: TestClient, library: Library, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    enqueue = library.q.enqueue
-    tries = 0
-
-    def deadlocked_twice(*args: Any, **kwargs: Any) -> conveyor.Job:
-        nonlocal tries
-        tries += 1
-        if tries <= 2:  # after the book's INSERT, in the same transaction
-            raise conveyor.TransactionConflict("MySQL broke a deadlock by rolling back")
-        return enqueue(*args, **kwargs)
-
-    monkeypatch.setattr(library.q, "enqueue", deadlocked_twice)
+    # Each refusal comes after the book's INSERT, in the same transaction.
+    tries = conflicting(monkeypatch, library.q, "enqueue", 2)
     book = add_books(api, 1)[0]
-    assert tries == 3
+    assert len(tries) == 3
     with library.db.transaction(write=False) as tx:
         assert tx.one("SELECT count(*) AS n FROM books")["n"] == 1  # type: ignore[index]
     assert [job.key for job in library.q.jobs(queue=QUEUE)] == [book["id"]]
@@ -223,25 +198,15 @@ def test_the_client_sends_a_request_again_after_a_503_and_gives_up_after_its_tri
     api: TestClient, library: Library, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     add_books(api, 3)
-    claim = library.q.claim
-    refusals = 1
-
-    def unavailable_first(*args: Any, **kwargs: Any) -> conveyor.Claim:
-        nonlocal refusals
-        if refusals:
-            refusals -= 1
-            raise conveyor.TransactionConflict("MySQL broke a deadlock by rolling back")
-        return claim(*args, **kwargs)
-
-    monkeypatch.setattr(library.q, "claim", unavailable_first)
+    tries = conflicting(monkeypatch, library.q, "claim", 1)
     # A 503 (Retry-After: 1), then a 200.
     answer = sync_client.send(api, "GET", "/api/missing/hardcover")
-    assert answer.status_code == 200 and len(answer.json()["books"]) == 3
-    refusals = 10
+    assert answer.status_code == 200 and len(answer.json()["books"]) == 3 and len(tries) == 2
+    tries = conflicting(monkeypatch, library.q, "claim", 10)
     monkeypatch.setattr(sync_client, "UNAVAILABLE_TRIES", 2)
     answer = sync_client.send(api, "GET", "/api/missing/hardcover")
     assert answer.status_code == 503 and answer.headers["Retry-After"] == "1"
-    assert refusals == 8  # two tries, then the 503 is the caller's
+    assert len(tries) == 2  # two tries, then the 503 is the caller's
     assert library.q.stats(QUEUE).running == 3  # the refused claims took nothing
 
 

@@ -14,10 +14,9 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-import conveyor
 from conveyor.maintenance import RetentionPruner
 from examples.subtitles.app import QUEUE, Settings, Subtitles, create_api
-from tests.examples.conftest import ENV, run_module, wait_until
+from tests.examples.conftest import ENV, conflicting, run_module, wait_until
 
 WORKER = [sys.executable, "-m", "examples.subtitles", "worker", "--workers", "1"]
 FAST = Settings(max_retries=3, retry_delay=0.05, slow_seconds=0.3, reconcile_interval=0)
@@ -366,32 +365,18 @@ def test_writes_rolled_back_to_break_a_deadlock_run_again_and_commit_once(
     # On MySQL a transaction of the application's that also writes a job (conn=) can be
     # chosen to break a deadlock; the database rolls it all back. Two tries fail so here.
     subtitles, api = open_api(workers=0)
-
-    def conflicting(name: str, times: int) -> list[str]:
-        real = getattr(subtitles.q, name)
-        tries: list[str] = []
-
-        def deadlocked(*args: Any, **kwargs: Any) -> Any:
-            tries.append(name)
-            if len(tries) <= times:
-                raise conveyor.TransactionConflict("MySQL broke a deadlock by rolling back")
-            return real(*args, **kwargs)
-
-        monkeypatch.setattr(subtitles.q, name, deadlocked)
-        return tries
-
-    tries = conflicting("enqueue", 2)
+    tries = conflicting(monkeypatch, subtitles.q, "enqueue", 2)
     assert add(api, "v1").status_code == 201 and len(tries) == 3
     assert [job.key for job in subtitles.q.jobs(queue=QUEUE)] == ["v1"]
     assert api.get("/channels/c1/videos").json()["counts"]["pending"] == 1
     # The operator's subtitle, then reconciliation completing the video and its job.
     assert api.put("/videos/v1/subtitle", json={"content": "1\n"}).status_code in (200, 204)
-    tries = conflicting("complete_by_key", 2)
+    tries = conflicting(monkeypatch, subtitles.q, "complete_by_key", 2)
     assert subtitles.reconcile() == 1 and len(tries) == 3
     assert video(api, "v1")["status"] == "completed"
     assert subtitles.q.latest("v1", queue=QUEUE).status == "completed"  # type: ignore[union-attr]
     # Refused every time: a 503 that asks for a retry, and nothing stored.
-    conflicting("enqueue", 99)
+    conflicting(monkeypatch, subtitles.q, "enqueue", 99)
     refused = add(api, "v2")
     assert refused.status_code == 503 and refused.headers["Retry-After"] == "1"
     assert api.get("/videos/v2").status_code == 404
