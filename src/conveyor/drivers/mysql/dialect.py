@@ -30,7 +30,7 @@ from conveyor.drivers.sql import (
     load_queries,
     split_statements,
 )
-from conveyor.drivers.values import Values
+from conveyor.drivers.values import Values, utc_milliseconds
 from conveyor.errors import (
     ConfigurationError,
     ConveyorError,
@@ -207,16 +207,9 @@ def migration_statements(migration: Migration) -> list[str]:
     return [s.rstrip().rstrip(";") for s in split_statements(migration.sql, compound_complete)]
 
 
-@lru_cache(maxsize=4096)
-def _to_milliseconds(value: datetime) -> datetime:
-    """MySQL keeps microseconds, SQLite milliseconds: keep both alike, in UTC. A value
-    read from a DATETIME is naive, and UTC."""
-    extra = value.microsecond % 1000
-    if extra:
-        value = value.replace(microsecond=value.microsecond - extra)
-    if value.tzinfo is None:
-        return value.replace(tzinfo=timezone.utc)
-    return value if value.tzinfo is timezone.utc else value.astimezone(timezone.utc)
+# A value read from a DATETIME is naive, and UTC. Cached: a claimed batch repeats the
+# same few instants.
+_to_milliseconds = lru_cache(maxsize=4096)(utc_milliseconds)
 
 
 class MySQLValues(Values):

@@ -22,7 +22,7 @@ from psycopg_pool import PoolClosed, PoolTimeout
 
 from conveyor.drivers.base import Capabilities
 from conveyor.drivers.sql import Migration, load_migrations, load_queries
-from conveyor.drivers.values import Values
+from conveyor.drivers.values import Values, utc_milliseconds
 from conveyor.errors import (
     ConfigurationError,
     ConveyorError,
@@ -65,14 +65,8 @@ def _to_psycopg(statement: str) -> str:
     return _PARAM.sub(r"%(\1)s", statement.replace("%", "%%"))
 
 
-@lru_cache(maxsize=4096)
-def _to_milliseconds(value: datetime) -> datetime:
-    """PostgreSQL keeps microseconds, SQLite milliseconds: keep both alike, in UTC.
-    Cached: a claimed batch repeats the same few instants (its transaction's now())."""
-    extra = value.microsecond % 1000
-    if extra:
-        value = value.replace(microsecond=value.microsecond - extra)
-    return value if value.tzinfo is timezone.utc else value.astimezone(timezone.utc)
+# Cached: a claimed batch repeats the same few instants (its transaction's now()).
+_to_milliseconds = lru_cache(maxsize=4096)(utc_milliseconds)
 
 
 class PostgresValues(Values):

@@ -64,7 +64,8 @@ SYNCHRONOUS = ("full", "normal", "extra")
 def _epoch_to_utc(value: float) -> datetime:
     """Cached: a claimed batch repeats the same few instants (claimed, heartbeat, started,
     updated). Rounded to the millisecond the clock stores, so equal instants compare equal."""
-    return datetime.fromtimestamp(round(value, 3), tz=timezone.utc)
+    # The zone passed by position: as a keyword it doubled the call's time.
+    return datetime.fromtimestamp(round(value, 3), timezone.utc)
 
 
 class _SQLiteSession(Session):
