@@ -209,3 +209,20 @@ def statuses(values: Any) -> tuple[Status, ...]:
     if not isinstance(values, Iterable):
         raise InvalidArgument(f"statuses: expected a list of statuses, got {values!r}")
     return tuple(status(v) for v in values)
+
+
+def tuples(items: Any, what: str, fields: tuple[str, ...]) -> list[tuple[Any, ...]]:
+    """``items`` as a list of tuples of ``len(fields)`` values: a list of reports, say
+    ``(job_id, claim_id, result)``. A wrong shape is an ``InvalidArgument`` naming the
+    item and what it should hold (never its values: a claim id is a secret), instead of
+    the unpacking's ``TypeError`` or ``ValueError``."""
+    shape = f"({', '.join(fields)})"
+    if isinstance(items, str | bytes | dict) or not isinstance(items, Iterable):
+        raise InvalidArgument(f"{what}: expected a list of {shape}, got {type(items).__name__}")
+    out = list(items)
+    size = len(fields)
+    for n, item in enumerate(out):
+        if not isinstance(item, tuple | list) or len(item) != size:
+            got = f"{len(item)} values" if isinstance(item, tuple | list) else type(item).__name__
+            raise InvalidArgument(f"{what}[{n}]: expected {shape}, got {got}")
+    return out

@@ -129,6 +129,30 @@ def test_complete_many_skips_stale_items(q: conveyor.Queue) -> None:
     assert a.id == again.jobs[0].id and c.id
 
 
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda q, j, c: q.complete_many([(j, c)]), r"items\[0\]: expected \(job_id, claim_id, result\), got 2 values"),
+        (lambda q, j, c: q.complete_many([j]), r"items\[0\]: expected \(job_id, claim_id, result\), got int"),
+        (lambda q, j, c: q.complete_many("abc"), r"items: expected a list of \(job_id, claim_id, result\), got str"),
+        (lambda q, j, c: q.fail_many([(j, c, "boom")]), r"items\[0\]: expected \(job_id, claim_id, error, retryable, delay\), got 3 values"),
+        (lambda q, j, c: q.heartbeat_many([(j, c, 30)], extend=30), r"items\[0\]: expected \(job_id, claim_id\), got 3 values"),
+        (lambda q, j, c: q.report(completed=[(j, c)]), r"report.completed\[0\]: expected \(job_id, claim_id, result\)"),
+        (lambda q, j, c: q.report(snoozed=[(j, c, 1, 2)]), r"report.snoozed\[0\]: expected \(job_id, claim_id, delay\), got 4 values"),
+        (lambda q, j, c: q.claim(report=conveyor.Report(failed=[(j, c, "x")])), r"report.failed\[0\]: expected \(job_id, claim_id, error, retryable, delay\)"),
+    ],
+)  # fmt: skip
+def test_items_of_the_wrong_shape_are_refused_and_change_nothing(
+    q: conveyor.Queue, call: Callable[[conveyor.Queue, int, str], object], message: str
+) -> None:
+    job, claim = _running(q)
+    with pytest.raises(InvalidArgument, match=message) as refused:
+        call(q, job.id, claim.id)
+    assert claim.id not in str(refused.value)  # a claim id is a secret
+    assert q.get(job.id).status == Status.RUNNING and q.stats().completed == 0
+    assert q.complete(job.id, claim.id).status == Status.COMPLETED  # still its claim's
+
+
 # -- fencing ------------------------------------------------------------------------
 def test_a_stale_claim_changes_nothing(q: conveyor.Queue) -> None:
     job, old = _running(q)

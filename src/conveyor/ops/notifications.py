@@ -42,7 +42,7 @@ def take_notifications(*, limit: Any, lease: Any) -> Call[list[tuple[Job, list[s
 def mark_notified(items: Sequence[tuple[int, str]]) -> Call[int]:
     """Record that subscribers were told: ``(job_id, subscriber)`` pairs."""
     batch = [{"job_id": job_id(j), "subscriber": check.name(who, "subscriber")}
-             for j, who in items]  # fmt: skip
+             for j, who in check.tuples(items, "items", ("job_id", "subscriber"))]  # fmt: skip
 
     def build(v: Values) -> Plan[int]:
         if not batch:
@@ -65,7 +65,7 @@ def retry_notifications(
     attempt (``base`` seconds, capped at ``cap``); after ``max_attempts`` they count as
     told, with the error kept."""
     batch = [{"job_id": job_id(j), "subscriber": check.name(who, "subscriber")}
-             for j, who in items]  # fmt: skip
+             for j, who in check.tuples(items, "items", ("job_id", "subscriber"))]  # fmt: skip
     params: dict[str, Any] = {
         "error": check.text(error, "error", max_length=4000),
         "base_s": seconds(base, "base"),

@@ -17,6 +17,12 @@ from conveyor.ops import Announce, Call, Once, Plan, Values
 from conveyor.ops.defaults import Defaults, claim_id, job_id
 from conveyor.retry import BackoffPolicy, seconds
 
+# What each item of the calls on many jobs holds (in the errors of a wrong one).
+_COMPLETED = ("job_id", "claim_id", "result")
+_FAILED = ("job_id", "claim_id", "error", "retryable", "delay")
+_SNOOZED = ("job_id", "claim_id", "delay")
+_HELD = ("job_id", "claim_id")
+
 
 def complete(d: Defaults, job: Any, claim: Any, result: Any) -> Call[Job]:
     item = _complete_item(d, job, claim, result)
@@ -33,6 +39,7 @@ def complete(d: Defaults, job: Any, claim: Any, result: Any) -> Call[Job]:
 
 def complete_many(d: Defaults, items: Sequence[tuple[int, str, Any]]) -> Call[list[Job]]:
     """Jobs whose claim no longer holds them are left out of the result."""
+    items = check.tuples(items, "items", _COMPLETED)
     batch = [_complete_item(d, *item) for item in items]
     wire = [_wire(i, result=r) for i, (_, _, r) in zip(batch, items, strict=True)]
 
@@ -71,7 +78,10 @@ def fail(d: Defaults, job: Any, claim: Any, error: Any, *, retryable: Any, delay
 def fail_many(d: Defaults, items: Sequence[tuple[int, str, str, bool, Any]]) -> Call[list[Job]]:
     """A ``None`` delay uses the backoff policy for the job's attempt count. Jobs whose
     claim no longer holds them are left out of the result."""
-    batch = [_fail_item(j, c, e, bool(r), delay) for j, c, e, r, delay in items]
+    batch = [
+        _fail_item(j, c, e, bool(r), delay)
+        for j, c, e, r, delay in check.tuples(items, "items", _FAILED)
+    ]
 
     def build(v: Values) -> Plan[list[Job]]:
         jobs = yield from _fail_all(v, d.backoff, batch)
@@ -159,13 +169,14 @@ class CheckedReport:
 def check_report(d: Defaults, endings: Report) -> CheckedReport:
     if not isinstance(endings, Report):
         raise InvalidArgument(f"report: expected a conveyor.Report, got {type(endings).__name__}")
-    done = [_complete_item(d, *item) for item in endings.completed]
-    bad = [_fail_item(j, c, e, r, delay) for j, c, e, r, delay in endings.failed]
-    later = [_snooze_item(j, c, delay) for j, c, delay in endings.snoozed]
+    completed = check.tuples(endings.completed, "report.completed", _COMPLETED)
+    done = [_complete_item(d, *item) for item in completed]
+    failed = check.tuples(endings.failed, "report.failed", _FAILED)
+    bad = [_fail_item(j, c, e, r, delay) for j, c, e, r, delay in failed]
+    snoozed = check.tuples(endings.snoozed, "report.snoozed", _SNOOZED)
+    later = [_snooze_item(j, c, delay) for j, c, delay in snoozed]
     wire = {
-        "completed": [
-            _wire(i, result=r) for i, (_, _, r) in zip(done, endings.completed, strict=True)
-        ],
+        "completed": [_wire(i, result=r) for i, (_, _, r) in zip(done, completed, strict=True)],
         "failed": [_fail_wire(i) for i in bad],
         "snoozed": [_wire(i, delay=i["delay_s"]) for i in later],
     }
@@ -239,7 +250,9 @@ def heartbeat(job: Any, claim: Any, *, extend: Any) -> Call[Job]:
 def renew(items: Sequence[tuple[int, str]], *, extend: Any) -> Call[set[int]]:
     """Renew many leases in one statement; returns the ids of the jobs still held
     (a runtime's background renewal, which needs nothing more)."""
-    batch = [{"id": job_id(j), "claim_id": claim_id(c)} for j, c in items]
+    batch = [
+        {"id": job_id(j), "claim_id": claim_id(c)} for j, c in check.tuples(items, "items", _HELD)
+    ]
     extend_s = _extend(extend)
 
     def build(v: Values) -> Plan[set[int]]:
@@ -253,7 +266,9 @@ def renew(items: Sequence[tuple[int, str]], *, extend: Any) -> Call[set[int]]:
 
 def heartbeat_many(items: Sequence[tuple[int, str]], *, extend: Any) -> Call[list[Job]]:
     """Renew many leases in one statement; returns the jobs still held."""
-    batch = [{"id": job_id(j), "claim_id": claim_id(c)} for j, c in items]
+    batch = [
+        {"id": job_id(j), "claim_id": claim_id(c)} for j, c in check.tuples(items, "items", _HELD)
+    ]
     extend_s = _extend(extend)
 
     def build(v: Values) -> Plan[list[Job]]:
