@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 import conveyor
-from benchmarks import growth, lock_parts, mariadb_parts, report, run, soak
+from benchmarks import decode_rows, growth, lock_parts, mariadb_parts, report, run, soak
 from benchmarks.harness import Figure, summarise
 from conveyor.cli import app
 from conveyor.cli import bench as workloads
@@ -184,6 +184,16 @@ def test_the_lock_parts_drain_every_variant(
     for line, name in zip(lines[1:], lock_parts.VARIANTS, strict=True):
         assert line.strip().startswith(name)
         assert float(line.split()[-3]) > 0  # µs per job, measured
+
+
+def test_the_row_decoding_benchmark_times_both_ways_on_sqlite(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # It also stops when the two ways decode the rows differently.
+    assert decode_rows.main(["--backends", "sqlite", "--rows", "20", "--rounds", "3"]) == 0
+    (line,) = capsys.readouterr().out.splitlines()
+    assert line.startswith("sqlite") and "generated" in line and "plan loop" in line
+    assert float(line.split("generated ")[1].split()[0]) > 0  # µs per row, measured
 
 
 def test_the_mariadb_parts_drain_every_variant_and_drop_their_databases(

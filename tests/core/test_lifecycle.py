@@ -132,16 +132,40 @@ def test_complete_many_skips_stale_items(q: conveyor.Queue) -> None:
 @pytest.mark.parametrize(
     ("call", "message"),
     [
-        (lambda q, j, c: q.complete_many([(j, c)]), r"items\[0\]: expected \(job_id, claim_id, result\), got 2 values"),
-        (lambda q, j, c: q.complete_many([j]), r"items\[0\]: expected \(job_id, claim_id, result\), got int"),
-        (lambda q, j, c: q.complete_many("abc"), r"items: expected a list of \(job_id, claim_id, result\), got str"),
-        (lambda q, j, c: q.fail_many([(j, c, "boom")]), r"items\[0\]: expected \(job_id, claim_id, error, retryable, delay\), got 3 values"),
-        (lambda q, j, c: q.heartbeat_many([(j, c, 30)], extend=30), r"items\[0\]: expected \(job_id, claim_id\), got 3 values"),
-        (lambda q, j, c: q.report(completed=[(j, c)]), r"report.completed\[0\]: expected \(job_id, claim_id, result\)"),
-        (lambda q, j, c: q.report(snoozed=[(j, c, 1, 2)]), r"report.snoozed\[0\]: expected \(job_id, claim_id, delay\), got 4 values"),
-        (lambda q, j, c: q.claim(report=conveyor.Report(failed=[(j, c, "x")])), r"report.failed\[0\]: expected \(job_id, claim_id, error, retryable, delay\)"),
+        (
+            lambda q, j, c: q.complete_many([(j, c)]),
+            r"items\[0\]: expected \(job_id, claim_id, result\), got 2 values",
+        ),
+        (
+            lambda q, j, c: q.complete_many([j]),
+            r"items\[0\]: expected \(job_id, claim_id, result\), got int",
+        ),
+        (
+            lambda q, j, c: q.complete_many("abc"),
+            r"items: expected a list of \(job_id, claim_id, result\), got str",
+        ),
+        (
+            lambda q, j, c: q.fail_many([(j, c, "boom")]),
+            r"items\[0\]: expected \(job_id, claim_id, error, retryable, delay\), got 3 values",
+        ),
+        (
+            lambda q, j, c: q.heartbeat_many([(j, c, 30)], extend=30),
+            r"items\[0\]: expected \(job_id, claim_id\), got 3 values",
+        ),
+        (
+            lambda q, j, c: q.report(completed=[(j, c)]),
+            r"report.completed\[0\]: expected \(job_id, claim_id, result\)",
+        ),
+        (
+            lambda q, j, c: q.report(snoozed=[(j, c, 1, 2)]),
+            r"report.snoozed\[0\]: expected \(job_id, claim_id, delay\), got 4 values",
+        ),
+        (
+            lambda q, j, c: q.claim(report=conveyor.Report(failed=[(j, c, "x")])),
+            r"report.failed\[0\]: expected \(job_id, claim_id, error, retryable, delay\)",
+        ),
     ],
-)  # fmt: skip
+)
 def test_items_of_the_wrong_shape_are_refused_and_change_nothing(
     q: conveyor.Queue, call: Callable[[conveyor.Queue, int, str], object], message: str
 ) -> None:
