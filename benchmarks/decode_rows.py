@@ -21,11 +21,8 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import tempfile
 import time
-import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,27 +30,11 @@ if __package__ in (None, ""):  # run as a script: make `benchmarks` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import conveyor
-from benchmarks.harness import PG_URL, pg_database
+from benchmarks.profile_worker import database
 from conveyor.drivers import values as values_module
 from conveyor.drivers.values import Values
 
-MARIADB_URL = "mysql://root@127.0.0.1:3306/test"
 QUEUE = "decode"
-
-
-@contextmanager
-def _database(backend: str) -> Iterator[str]:
-    if backend == "sqlite":
-        with tempfile.TemporaryDirectory() as folder:
-            yield f"sqlite:///{Path(folder) / 'decode.db'}"
-    elif backend == "mariadb":
-        from conveyor.drivers.mysql.dialect import scratch_database
-
-        with scratch_database(MARIADB_URL, f"conveyor_decode_{uuid.uuid4().hex[:10]}") as url:
-            yield url
-    else:
-        with pg_database(PG_URL) as url:
-            yield url
 
 
 def _time_caches() -> list[Any]:
@@ -97,7 +78,7 @@ def plan_loop(v: Values) -> Callable[[dict[str, Any]], conveyor.Job]:
 
 
 def measure(backend: str, n: int, rounds: int) -> dict[str, list[float]]:
-    with _database(backend) as url:
+    with database(backend) as url:
         v, rows = claimed_rows(url, n)
     ways: dict[str, Callable[[dict[str, Any]], conveyor.Job]] = {
         "generated": lambda row: v.decode_job(row),

@@ -53,7 +53,7 @@ def _app(url: str, *, is_async: bool) -> conveyor.App:
 
 
 @contextlib.contextmanager
-def _database(backend: str) -> Iterator[str]:
+def database(backend: str) -> Iterator[str]:
     if backend == "sqlite":
         with tempfile.TemporaryDirectory() as folder:
             yield f"sqlite:///{Path(folder) / 'conveyor.db'}"
@@ -110,9 +110,9 @@ def main() -> None:
     parser.add_argument("--async-task", action="store_true")
     parser.add_argument("--profile", action="store_true", help="print a pyinstrument profile")
     args = parser.parse_args()
-    with _database(args.backend) as url:
+    with database(args.backend) as url:
         api = api_drain(url, args.jobs)
-    with _database(args.backend) as url:
+    with database(args.backend) as url:
         rate = worker_drain(url, args.jobs, args)
     kind = "async" if args.async_task else "sync"
     print(
