@@ -160,9 +160,10 @@ class Values(ABC):
 def _compile_decoder(plan: Plan) -> Callable[[Row, Progress, bool], Job]:
     """A function that makes a ``Job`` of a row by ``plan``: one line per field, each read
     by its column's name and stored straight into the slot of ``Job``'s unfrozen twin
-    (``conveyor.frozen``), which then becomes a ``Job``. Against reading the plan in a
-    loop into a dict and passing it by keywords, this took a claimed row's decoding from
-    about 12 to 5 µs. Generated from the plan, as dataclasses make their ``__init__``."""
+    (``conveyor.frozen``), which then becomes a ``Job``. Reading the plan in a loop into
+    a dict and passing that by keywords took 1.5 to 1.9 times as long
+    (``benchmarks/decode_rows.py``). Generated once, as dataclasses make their
+    ``__init__``."""
     names = {name for name, _, _, _ in plan} | {"progress", "deduplicated"}
     fields = {f.name for f in dataclasses.fields(Job)}
     if names != fields:  # a field of Job the plan does not fill would be left unset
