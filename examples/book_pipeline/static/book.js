@@ -141,9 +141,21 @@
     return active;
   }
 
+  let polling = false; // a poll's answers not yet in
+
+  function poll() {
+    // A slow server: this tick is skipped rather than another poll piled on the one
+    // still waiting (which could also land after the job was shown finished).
+    if (polling) return;
+    polling = true;
+    refresh()
+      .catch((e) => ($("job-message").textContent = e.message))
+      .finally(() => (polling = false));
+  }
+
   function startPolling() {
     if (timer === null) {
-      timer = setInterval(() => refresh().catch((e) => ($("job-message").textContent = e.message)), pollMs);
+      timer = setInterval(poll, pollMs);
     }
   }
 
