@@ -75,6 +75,15 @@ class Tx:
         return rows[0] if rows else None
 
 
+def is_lock_wait(exc: BaseException) -> bool:
+    """Whether ``exc`` says a statement gave up waiting for a row another transaction
+    holds (PostgreSQL's ``lock_timeout``, MySQL's lock wait time-out)."""
+    if getattr(exc, "sqlstate", None) == "55P03":  # psycopg: lock not available
+        return True
+    args = getattr(exc, "args", ())
+    return type(exc).__module__.startswith("pymysql") and bool(args) and args[0] == 1205
+
+
 def is_conflict(exc: BaseException) -> bool:
     """Whether ``exc`` says the database rolled the transaction back to break a deadlock
     or gave up waiting for a lock: nothing of it was written, and trying again can work."""

@@ -121,7 +121,9 @@ class Pipeline:
         running = self.q.jobs(queue=QUEUE, key=book_id, status="running", limit=1)
         for job in running:
             if job.heartbeat_at is not None:
-                self.store.beat(job.id, job.heartbeat_at.isoformat(timespec="microseconds"))
+                self.store.beat(
+                    job.id, job.heartbeat_at.isoformat(timespec="microseconds"), wait=False
+                )
             now = self.q.get(job.id)
             if now is not None and not now.is_final:
                 return

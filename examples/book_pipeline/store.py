@@ -9,7 +9,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from examples._db import AppDatabase, Tx
+from examples._db import AppDatabase, Tx, is_lock_wait
 
 TABLES = {
     "sqlite": """
@@ -67,6 +67,15 @@ PAGE_FIELDS = (
 
 def now() -> str:
     return datetime.now(UTC).isoformat()
+
+
+def _wait_briefly(tx: Tx) -> None:
+    """This transaction's row-lock waits end after a moment (MySQL's least is 1 s: set
+    for the connection, and reset by the caller)."""
+    if tx.dialect == "postgresql":
+        tx.execute("SET LOCAL lock_timeout = '500ms'")
+    elif tx.dialect == "mysql":
+        tx.execute("SET SESSION innodb_lock_wait_timeout = 1")
 
 
 class Store:
@@ -185,21 +194,40 @@ class Store:
             )
 
     # -- the jobs' last heartbeats -------------------------------------------------------
-    def beat(self, job_id: int, at: str) -> None:
+    def beat(self, job_id: int, at: str, *, wait: bool = True) -> bool:
         """Record a job's latest heartbeat (kept after its lease is recovered, when
-        conveyor clears the job's own ``heartbeat_at``). Never moves backwards."""
-        with self.db.transaction() as tx:
-            upsert = (
-                " ON DUPLICATE KEY UPDATE"
-                " heartbeat_at = greatest(heartbeat_at, VALUES(heartbeat_at))"
-                if tx.dialect == "mysql"
-                else " ON CONFLICT (job_id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at"
-                " WHERE job_heartbeats.heartbeat_at < excluded.heartbeat_at"
-            )
-            tx.execute(
-                "INSERT INTO job_heartbeats (job_id, heartbeat_at) VALUES (:job, :at)" + upsert,
-                {"job": str(job_id), "at": at},
-            )
+        conveyor clears the job's own ``heartbeat_at``). Never moves backwards.
+
+        ``wait=False`` (a poll's stale check) gives up after a moment when another
+        transaction holds the job's row, and returns False: the worker is recording a
+        beat itself, or was stopped (SIGSTOP) while it did, and a poll must not hang
+        behind a stopped process. On SQLite the whole write waits, as every writer does."""
+        try:
+            with self.db.transaction() as tx:
+                if not wait:
+                    _wait_briefly(tx)
+                try:
+                    upsert = (
+                        " ON DUPLICATE KEY UPDATE"
+                        " heartbeat_at = greatest(heartbeat_at, VALUES(heartbeat_at))"
+                        if tx.dialect == "mysql"
+                        else " ON CONFLICT (job_id) DO UPDATE"
+                        " SET heartbeat_at = excluded.heartbeat_at"
+                        " WHERE job_heartbeats.heartbeat_at < excluded.heartbeat_at"
+                    )
+                    tx.execute(
+                        "INSERT INTO job_heartbeats (job_id, heartbeat_at) VALUES (:job, :at)"
+                        + upsert,
+                        {"job": str(job_id), "at": at},
+                    )
+                finally:
+                    if not wait and tx.dialect == "mysql":
+                        tx.execute("SET SESSION innodb_lock_wait_timeout = DEFAULT")
+        except Exception as exc:
+            if wait or not is_lock_wait(exc):
+                raise
+            return False
+        return True
 
     def last_beat(self, job_id: int) -> str | None:
         with self.db.transaction(write=False) as tx:

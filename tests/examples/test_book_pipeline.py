@@ -670,3 +670,44 @@ def test_an_upload_rolled_back_by_a_deadlock_stores_its_pages_once(
     assert answer.json()["pages_uploaded"] == [1, 2] and len(tries) == 3
     assert [p["page_num"] for p in pipeline.store.pages(book)] == [1, 2]
     assert len(pipeline.q.jobs(queue=QUEUE, key=book)) == 1
+
+
+def test_a_poll_does_not_wait_behind_a_transaction_holding_the_heartbeat(
+    open_api: Any,
+) -> None:
+    # A worker stopped (SIGSTOP) while it recorded a heartbeat holds that row until it
+    # wakes: the poll's stale check, which records the same heartbeat, goes on without.
+    pipeline, api = open_api(workers=0)
+    if pipeline.store.db.dialect == "sqlite":
+        pytest.skip("SQLite: every writer waits for the one write lock, a poll's too")
+    book = new_book(api)
+    upload(api, book, [b"a"])
+    claim = pipeline.q.claim(QUEUE, lease=60)
+    [job] = claim.jobs
+    beat = pipeline.q.heartbeat(job.id, claim.id)
+    assert beat.heartbeat_at is not None
+    holding, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with pipeline.store.db.transaction() as tx:
+            tx.execute(
+                "UPDATE job_heartbeats SET heartbeat_at = :at WHERE job_id = :job"
+                if tx.dialect == "mysql"
+                else "INSERT INTO job_heartbeats (job_id, heartbeat_at) VALUES (:job, :at)"
+                " ON CONFLICT (job_id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at",
+                {"job": str(job.id), "at": "2000-01-01T00:00:00.000000+00:00"},
+            )
+            holding.set()
+            release.wait(60)
+
+    pipeline.store.beat(job.id, "1999-01-01T00:00:00.000000+00:00")  # the row exists
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert holding.wait(30)
+        running = latest(api, book)  # without the fix: waits for the holder, times out
+        assert running is not None and running["status"] == "running"
+    finally:
+        release.set()
+        holder.join()
+    assert pipeline.store.beat(job.id, beat.heartbeat_at.isoformat(timespec="microseconds"))
