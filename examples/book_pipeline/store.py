@@ -6,6 +6,7 @@ resumed job) leaves one result, not two."""
 from __future__ import annotations
 
 import uuid
+from contextlib import nullcontext
 from datetime import UTC, datetime
 from typing import Any
 
@@ -67,15 +68,6 @@ PAGE_FIELDS = (
 
 def now() -> str:
     return datetime.now(UTC).isoformat()
-
-
-def _wait_briefly(tx: Tx) -> None:
-    """This transaction's row-lock waits end after a moment (MySQL's least is 1 s: set
-    for the connection, and reset by the caller)."""
-    if tx.dialect == "postgresql":
-        tx.execute("SET LOCAL lock_timeout = '500ms'")
-    elif tx.dialect == "mysql":
-        tx.execute("SET SESSION innodb_lock_wait_timeout = 1")
 
 
 class Store:
@@ -204,25 +196,19 @@ class Store:
         behind a stopped process. On SQLite the whole write waits, as every writer does."""
         try:
             with self.db.transaction() as tx:
-                if not wait:
-                    _wait_briefly(tx)
-                try:
-                    upsert = (
-                        " ON DUPLICATE KEY UPDATE"
-                        " heartbeat_at = greatest(heartbeat_at, VALUES(heartbeat_at))"
-                        if tx.dialect == "mysql"
-                        else " ON CONFLICT (job_id) DO UPDATE"
-                        " SET heartbeat_at = excluded.heartbeat_at"
-                        " WHERE job_heartbeats.heartbeat_at < excluded.heartbeat_at"
-                    )
+                upsert = (
+                    " ON DUPLICATE KEY UPDATE"
+                    " heartbeat_at = greatest(heartbeat_at, VALUES(heartbeat_at))"
+                    if tx.dialect == "mysql"
+                    else " ON CONFLICT (job_id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at"
+                    " WHERE job_heartbeats.heartbeat_at < excluded.heartbeat_at"
+                )
+                with nullcontext() if wait else tx.brief_lock_waits():
                     tx.execute(
                         "INSERT INTO job_heartbeats (job_id, heartbeat_at) VALUES (:job, :at)"
                         + upsert,
                         {"job": str(job_id), "at": at},
                     )
-                finally:
-                    if not wait and tx.dialect == "mysql":
-                        tx.execute("SET SESSION innodb_lock_wait_timeout = DEFAULT")
         except Exception as exc:
             if wait or not is_lock_wait(exc):
                 raise
