@@ -169,7 +169,9 @@ class Store:
     def settle_interrupted_ocr(self, book_id: str) -> int:
         """Pages an OCR run left ``processing`` when it stopped (its job is over) go back
         to ``pending``: resuming OCRs them. Returns how many. (Read first: a poll that
-        finds none writes nothing.)"""
+        finds none writes nothing.) A page another transaction holds is being written by
+        a worker, or by one stopped while it wrote: nothing is settled then, after a
+        moment's wait, and a later poll does it; the poll itself never hangs on it."""
         with self.db.transaction(write=False) as tx:
             left = tx.one(
                 "SELECT page_num FROM pages WHERE book_id = :book AND ocr_status = 'processing'"
@@ -178,12 +180,17 @@ class Store:
             )
         if left is None:
             return 0
-        with self.db.transaction() as tx:
-            return tx.execute(
-                "UPDATE pages SET ocr_status = 'pending'"
-                " WHERE book_id = :book AND ocr_status = 'processing'",
-                {"book": book_id},
-            )
+        try:
+            with self.db.transaction() as tx, tx.brief_lock_waits():
+                return tx.execute(
+                    "UPDATE pages SET ocr_status = 'pending'"
+                    " WHERE book_id = :book AND ocr_status = 'processing'",
+                    {"book": book_id},
+                )
+        except Exception as exc:
+            if is_lock_wait(exc):
+                return 0
+            raise
 
     # -- the jobs' last heartbeats -------------------------------------------------------
     def beat(self, job_id: int, at: str, *, wait: bool = True) -> bool:

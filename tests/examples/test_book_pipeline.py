@@ -711,3 +711,40 @@ def test_a_poll_does_not_wait_behind_a_transaction_holding_the_heartbeat(
         release.set()
         holder.join()
     assert pipeline.store.beat(job.id, beat.heartbeat_at.isoformat(timespec="microseconds"))
+
+
+def test_a_poll_does_not_wait_behind_a_transaction_holding_a_page(open_api: Any) -> None:
+    # A worker stopped (SIGSTOP) while it marked a page holds that page's row: the poll
+    # that fails its stale job still answers, and a later poll settles the page.
+    pipeline, api = open_api(workers=0)
+    if pipeline.store.db.dialect == "sqlite":
+        pytest.skip("SQLite: every writer waits for the one write lock, a poll's too")
+    book = new_book(api)
+    upload(api, book, [b"a", b"b"])
+    claim = pipeline.q.claim(QUEUE, lease=0.3)  # a worker that then stops
+    assert len(claim.jobs) == 1
+    pipeline.store.set_ocr(book, 1, "processing")  # its first page, begun
+    holding, release = threading.Event(), threading.Event()
+
+    def hold() -> None:  # and writing that page when it stopped
+        with pipeline.store.db.transaction() as tx:
+            tx.execute(
+                "UPDATE pages SET ocr_status = 'processing' WHERE book_id = :book AND page_num = 1",
+                {"book": book},
+            )
+            holding.set()
+            release.wait(60)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert holding.wait(30)
+        time.sleep(0.5)  # past its lease
+        stale = latest(api, book)  # without the fix: waits for the holder, times out
+        assert stale is not None and stale["status"] == "failed"
+    finally:
+        release.set()
+        holder.join()
+    latest(api, book)  # the page is free now: this poll settles it
+    pages = api.get(f"/admin/books/{book}/pages").json()["pages"]
+    assert {p["ocr_status"] for p in pages} == {"pending"}
