@@ -1,13 +1,23 @@
-"""What SQLite's write lock is held for, part by part of conveyor's schema.
+"""What SQLite's write lock is held for, part by part of conveyor's schema, and what a
+history table for finished jobs would change.
 
 The worker's write transaction, run alone in one process: ``BEGIN IMMEDIATE``, the
 previous batch's endings (``complete_job_ids``), the claim of the next batch
 (``claim_jobs``), ``COMMIT`` (synchronous=FULL), timed from the BEGIN to the COMMIT
 returning, until the backlog is drained. It runs on conveyor's table as a migrated
-database has it, and on scratch copies with parts taken away (the count trigger, the two
-status indexes, every index no claim or ending reads), so the difference is what each
-part costs the lock per job. Scratch copies only: conveyor needs all of them. Variants
-are interleaved, run after run, so a change in the machine's load hits them alike.
+database has it, and on scratch copies:
+
+- with parts taken away (the count trigger, the two status indexes, every index no claim
+  or ending reads), so the difference is what each part costs the lock per job;
+- with finished jobs moved to a history table by each ending (the row inserted there as
+  completed, with its count, and deleted from the jobs table in the same transaction),
+  the jobs table keeping either every index it has today or only those the claim path,
+  dedupe and flow control read; the history table has the indexes the lists of finished
+  jobs read.
+
+Scratch copies only: conveyor needs all of its parts, and has no history table. Each run
+checks that every job ended once and that the counts agree with the rows. Variants are
+interleaved, run after run, so a change in the machine's load hits them alike.
 
     python benchmarks/lock_parts.py [--jobs 30000] [--batch 100] [--runs 3]
 """
@@ -21,6 +31,7 @@ import statistics
 import tempfile
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 import conveyor
@@ -28,17 +39,102 @@ from conveyor.cli.bench import enqueue_bulk
 
 _STATUS = ("conveyor_jobs_status", "conveyor_jobs_status_id")
 _UNREAD = (*_STATUS, "conveyor_jobs_task", "conveyor_jobs_queue_id", "conveyor_jobs_finished")
-VARIANTS: dict[str, tuple[bool, tuple[str, ...]]] = {
-    # name: (drop the count trigger, indexes dropped)
-    "as migrated": (False, ()),
-    "without the count trigger": (True, ()),
-    "without the two status indexes": (False, _STATUS),
-    "without the trigger and the indexes no claim reads": (True, _UNREAD),
+# The indexes of the jobs table that only lists (of every job, finished ones included) read.
+_LISTS = (*_UNREAD, "conveyor_jobs_key")
+_NOW = "((julianday('now') - 2440587.5) * 86400.0)"
+
+# What lists of finished jobs read, on the history table (as on the jobs table today).
+_HISTORY_INDEXES = (
+    "CREATE INDEX done_status ON conveyor_jobs_done (status, queue, id)",
+    "CREATE INDEX done_status_id ON conveyor_jobs_done (status, id)",
+    "CREATE INDEX done_queue_id ON conveyor_jobs_done (queue, id)",
+    "CREATE INDEX done_task ON conveyor_jobs_done (task, id)",
+    "CREATE INDEX done_finished ON conveyor_jobs_done (finished_at)",
+    "CREATE INDEX done_key ON conveyor_jobs_done (key, queue, id) WHERE key IS NOT NULL",
+)
+# Its rows are counted as they arrive; the jobs table's delete trigger takes them out.
+_HISTORY_COUNT = f"""
+CREATE TRIGGER done_counted AFTER INSERT ON conveyor_jobs_done
+BEGIN
+    INSERT INTO conveyor_counts (queue, status, task, n)
+    VALUES (NEW.queue, NEW.status, NEW.task, 1)
+    ON CONFLICT (queue, status, task) DO UPDATE SET n = n + 1;
+    INSERT INTO conveyor_throughput (minute, queue, completed, failed)
+    VALUES (CAST({_NOW} / 60 AS INTEGER) * 60, NEW.queue,
+            NEW.status = 'completed', NEW.status = 'failed')
+    ON CONFLICT (minute, queue) DO UPDATE
+    SET completed = completed + excluded.completed, failed = failed + excluded.failed;
+END
+"""
+
+
+# The count trigger as an append of one row per change of status, to be folded later.
+_DELTA_TRIGGER = (
+    """CREATE TABLE conveyor_count_moves (
+        id INTEGER PRIMARY KEY, queue TEXT NOT NULL, task TEXT NOT NULL,
+        old TEXT NOT NULL, new TEXT NOT NULL, at REAL NOT NULL)""",
+    f"""CREATE TRIGGER conveyor_count_changed AFTER UPDATE OF status ON conveyor_jobs
+    WHEN OLD.status <> NEW.status
+    BEGIN
+        INSERT INTO conveyor_count_moves (queue, task, old, new, at)
+        VALUES (NEW.queue, NEW.task, OLD.status, NEW.status, {_NOW});
+    END""",
+)
+
+
+@dataclass(frozen=True)
+class Variant:
+    drop_trigger: bool = False
+    drop: tuple[str, ...] = ()
+    history: bool = False
+    deltas: bool = False
+
+
+VARIANTS: dict[str, Variant] = {
+    "as migrated": Variant(),
+    "without the count trigger": Variant(drop_trigger=True),
+    "count trigger appending a row per change": Variant(drop_trigger=True, deltas=True),
+    "without the two status indexes": Variant(drop=_STATUS),
+    "without the trigger and the indexes no claim reads": Variant(True, _UNREAD),
+    "history table, jobs table as it is": Variant(history=True),
+    "history table, jobs table without list indexes": Variant(drop=_LISTS, history=True),
 }
 
 
-def _held_per_job(path: Path, jobs: int, batch: int, drop_trigger: bool,
-                  drop: tuple[str, ...]) -> float:  # fmt: skip
+def _move_to_history(conn: sqlite3.Connection) -> tuple[str, str]:
+    """The history table made, and the two statements of an ending that moves a job
+    there: the completed row inserted (guarded as ``complete_job_ids`` is), then the
+    inserted ids deleted from the jobs table."""
+    (table,) = conn.execute(
+        "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'conveyor_jobs'"
+    ).fetchone()
+    conn.execute(
+        table.replace("CREATE TABLE conveyor_jobs", "CREATE TABLE conveyor_jobs_done", 1).replace(
+            "AUTOINCREMENT", ""
+        )
+    )
+    for statement in (*_HISTORY_INDEXES, _HISTORY_COUNT):
+        conn.execute(statement)
+    ended = {"status": "'completed'", "result": "item.result", "error": "NULL",
+             "error_kind": "NULL", "finished_at": _NOW, "lease_expires_at": "NULL",
+             "updated_at": _NOW}  # fmt: skip
+    columns = [row[1] for row in conn.execute("PRAGMA table_info(conveyor_jobs)")]
+    select = ", ".join(ended.get(c, f"conveyor_jobs.{c}") for c in columns)
+    insert = f"""
+        INSERT INTO conveyor_jobs_done ({", ".join(columns)})
+        SELECT {select}
+        FROM (SELECT value ->> '$.id' AS id, value ->> '$.claim_id' AS claim_id,
+                     value ->> '$.result' AS result
+              FROM json_each(:items)) AS item
+        JOIN conveyor_jobs ON conveyor_jobs.id = item.id
+         AND conveyor_jobs.claim_id = item.claim_id AND +conveyor_jobs.status = 'running'
+        WHERE true
+        RETURNING id"""
+    delete = "DELETE FROM conveyor_jobs WHERE id IN (SELECT value FROM json_each(:ids))"
+    return insert, delete
+
+
+def _held_per_job(path: Path, jobs: int, batch: int, variant: Variant) -> float:
     """µs of write lock per job to drain ``jobs`` in batches of ``batch``."""
     for suffix in ("", "-wal", "-shm"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
@@ -49,18 +145,26 @@ def _held_per_job(path: Path, jobs: int, batch: int, drop_trigger: bool,
         done_sql = statements.text("complete_job_ids", {})
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA synchronous = FULL")
-    if drop_trigger:
+    if variant.drop_trigger:
         conn.execute("DROP TRIGGER conveyor_count_changed")
-    for index in drop:
+    for index in variant.drop:
         conn.execute(f"DROP INDEX {index}")
+    if variant.deltas:
+        for statement in _DELTA_TRIGGER:
+            conn.execute(statement)
+    move = _move_to_history(conn) if variant.history else None
     held = 0
     previous: list[tuple[int, str]] = []
     while True:
         started = time.perf_counter_ns()
         conn.execute("BEGIN IMMEDIATE")
         if previous:
-            items = [{"id": i, "claim_id": c, "result": None} for i, c in previous]
-            conn.execute(done_sql, {"items": json.dumps(items)}).fetchall()
+            items = json.dumps([{"id": i, "claim_id": c, "result": None} for i, c in previous])
+            if move is None:
+                conn.execute(done_sql, {"items": items}).fetchall()
+            else:
+                moved = [row[0] for row in conn.execute(move[0], {"items": items})]
+                conn.execute(move[1], {"ids": json.dumps(moved)})
         claim_id = uuid.uuid4().hex
         params = {"queue": "bench", "limit": batch, "claim_id": claim_id, "worker": "w",
                   "lease_s": 60}  # fmt: skip
@@ -70,8 +174,24 @@ def _held_per_job(path: Path, jobs: int, batch: int, drop_trigger: bool,
         if not rows:
             break
         previous = [(row[0], claim_id) for row in rows]
+    _check(conn, jobs, history=variant.history, counted=not variant.drop_trigger)
     conn.close()
     return held / jobs / 1000
+
+
+def _check(conn: sqlite3.Connection, jobs: int, *, history: bool, counted: bool) -> None:
+    """Every job ended once, where the variant keeps it, and (with the count trigger
+    kept) the counts say so."""
+    table = "conveyor_jobs_done" if history else "conveyor_jobs"
+    ((done,),) = conn.execute(f"SELECT count(*) FROM {table} WHERE status = 'completed'")
+    ((rows,),) = conn.execute("SELECT count(*) FROM conveyor_jobs")
+    expected_rows = 0 if history else jobs
+    counts = dict(conn.execute("SELECT status, sum(n) FROM conveyor_counts GROUP BY status"))
+    if done != jobs or rows != expected_rows:
+        raise RuntimeError(f"{done} jobs completed and {rows} in the jobs table, of {jobs}")
+    if counted and (counts.get("completed") != jobs or any(
+            n for status, n in counts.items() if status != "completed")):  # fmt: skip
+        raise RuntimeError(f"the counts say {counts}, of {jobs} completed jobs")
 
 
 def main() -> None:
@@ -84,8 +204,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "parts.db"
         for _ in range(args.runs):
-            for name, (trigger, drop) in VARIANTS.items():
-                figures[name].append(_held_per_job(path, args.jobs, args.batch, trigger, drop))
+            for name, variant in VARIANTS.items():
+                figures[name].append(_held_per_job(path, args.jobs, args.batch, variant))
     print(f"write lock held per job, µs: {args.jobs} jobs in batches of {args.batch}, "
           f"SQLite {sqlite3.sqlite_version}, synchronous=FULL; median of {args.runs} "
           "interleaved runs (min-max)")  # fmt: skip
