@@ -12,6 +12,7 @@ import asyncio
 import functools
 import inspect
 import threading
+from collections import Counter
 from collections.abc import Callable, Coroutine, Iterator
 from typing import Any
 
@@ -21,6 +22,7 @@ from fastapi.testclient import TestClient
 
 import conveyor
 import conveyor.aio
+from conveyor import Status
 from conveyor.aio.client import AsyncRemoteQueue
 from conveyor.client import RemoteQueue
 from conveyor.web import create_app
@@ -139,6 +141,34 @@ def open_queue(queue_kind: str) -> Iterator[Callable[..., Any]]:
 
 
 @pytest.fixture
-def q(open_queue: Callable[..., Any], db_url: str) -> Any:
-    """A migrated queue of each kind on each backend."""
-    return open_queue(db_url)
+def q(open_queue: Callable[..., Any], db_url: str) -> Iterator[Any]:
+    """A migrated queue of each kind on each backend. When the test is over, the counts
+    the database keeps (``queue_stats``, ``task_stats``) must equal a count of its jobs,
+    whatever the test did to them."""
+    yield open_queue(db_url)
+    with conveyor.connect(db_url) as queue:
+        counted, kept = _counted(queue), _kept(queue)
+    assert kept == counted, "the counts kept disagree with the jobs in the table"
+
+
+def _counted(q: conveyor.Queue) -> dict[tuple[str, str, str], int]:
+    """(queue, task, status): how many jobs, counted one by one."""
+    counted: Counter[tuple[str, str, str]] = Counter()
+    after = None
+    while page := q.jobs(limit=1000, after=after):
+        counted.update((j.queue, j.task, str(j.status)) for j in page)
+        after = page[-1].id
+    return dict(counted)
+
+
+def _kept(q: conveyor.Queue) -> dict[tuple[str, str, str], int]:
+    """(queue, task, status): how many jobs, from the counts the database keeps, which
+    must also add up to the counts per queue."""
+    kept: dict[tuple[str, str, str], int] = {}
+    for name, per_queue in q.queue_stats().items():
+        per_task = q.task_stats(name)
+        for status in Status:
+            of_tasks = {task: getattr(s, str(status)) for task, s in per_task.items()}
+            assert sum(of_tasks.values()) == getattr(per_queue, str(status)), (name, status)
+            kept.update({(name, task, str(status)): n for task, n in of_tasks.items() if n})
+    return kept
