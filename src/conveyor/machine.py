@@ -103,8 +103,8 @@ TRANSITIONS: tuple[Transition, ...] = (
     Transition(
         "snooze", "`snooze(delay)`", (RUNNING,), PENDING,
         "the claim id still holds the job",
-        "`run_at = now + delay`, `attempts - 1` (waiting is not a failure); claim fields "
-        "cleared",
+        "`run_at = now + delay` (no delay keeps a `run_at` already past), `attempts - 1` "
+        "(waiting is not a failure); claim fields cleared",
     ),
     Transition(
         "recover_retry", "`recover` (optionally of some queues and tasks), attempts left",

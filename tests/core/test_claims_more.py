@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -38,6 +39,20 @@ def test_snooze_puts_the_job_back_without_spending_an_attempt(q: conveyor.Queue)
     assert again.jobs[0].attempts == 1  # still its first attempt
     with pytest.raises(StaleClaim):
         q.snooze(job.id, claim.id, 1)  # the old claim is gone
+
+
+def test_a_snooze_of_no_delay_keeps_a_run_at_already_past(q: conveyor.Queue) -> None:
+    # A worker that stops hands back the jobs it claimed ahead this way: a job enqueued
+    # for a schedule's slot must still say which slot it stands for.
+    slot = datetime.now(timezone.utc).replace(microsecond=0) - timedelta(minutes=5)
+    job = q.enqueue("t", run_at=slot)
+    snoozed = q.snooze(job.id, q.claim().id, 0)
+    assert snoozed.status == Status.PENDING and snoozed.attempts == 0
+    assert snoozed.run_at == slot and q.get(job.id).run_at == slot  # type: ignore[union-attr]
+    assert [j.id for j in q.claim().jobs] == [job.id]  # due at once all the same
+    claim = q.claim_job(q.enqueue("t", run_at=slot + timedelta(hours=1)).id)
+    early = q.snooze(claim.jobs[0].id, claim.id, 0)  # claimed by id before its time
+    assert early.run_at <= datetime.now(timezone.utc) and early.run_at > slot
 
 
 def test_report_writes_every_kind_of_ending_in_one_call(q: conveyor.Queue) -> None:

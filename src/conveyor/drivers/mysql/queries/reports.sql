@@ -58,13 +58,16 @@ WHERE id = :id AND claim_id = :claim_id AND attempts = :attempts
 
 -- name: snooze_update
 -- :items is a JSON array of {"id", "claim_id", "delay_s"}. Back to pending after the
--- delay without spending an attempt: waiting on something is not a failure.
+-- delay without spending an attempt: waiting on something is not a failure. No delay
+-- keeps a run_at already past: the job is due at once either way, and its run_at still
+-- says when it first was (a schedule's slot, say).
 UPDATE conveyor_jobs AS j
 JOIN JSON_TABLE(:items, '$[*]' COLUMNS (
          id BIGINT PATH '$.id', delay_s DOUBLE PATH '$.delay_s')) AS item ON item.id = j.id
 SET j.status = 'pending',
     j.attempts = greatest(j.attempts - 1, 0),
-    j.run_at = {now} + INTERVAL item.delay_s SECOND,
+    j.run_at = IF(item.delay_s > 0, {now} + INTERVAL item.delay_s SECOND,
+                  LEAST(j.run_at, {now})),
     j.claim_id = NULL, j.claimed_at = NULL, j.worker = NULL, j.heartbeat_at = NULL,
     j.lease_expires_at = NULL,
     j.updated_at = {now}

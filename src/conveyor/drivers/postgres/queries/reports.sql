@@ -58,11 +58,14 @@ RETURNING j.*;
 
 -- name: snooze_jobs
 -- :items is a JSON array of {"id", "claim_id", "delay_s"}. Back to pending after the
--- delay without spending an attempt: waiting on something is not a failure.
+-- delay without spending an attempt: waiting on something is not a failure. No delay
+-- keeps a run_at already past: the job is due at once either way, and its run_at still
+-- says when it first was (a schedule's slot, say).
 UPDATE {schema}.conveyor_jobs AS j
 SET status = 'pending',
     attempts = greatest(j.attempts - 1, 0),
-    run_at = now() + make_interval(secs => item.delay_s),
+    run_at = CASE WHEN item.delay_s > 0 THEN now() + make_interval(secs => item.delay_s)
+                  ELSE least(j.run_at, now()) END,
     claim_id = NULL, claimed_at = NULL, worker = NULL, heartbeat_at = NULL,
     lease_expires_at = NULL,
     updated_at = now()

@@ -78,11 +78,14 @@ RETURNING *;
 
 -- name: snooze_jobs
 -- :items is a JSON array of {"id", "claim_id", "delay_s"}. Back to pending after the
--- delay without spending an attempt: waiting on something is not a failure.
+-- delay without spending an attempt: waiting on something is not a failure. No delay
+-- keeps a run_at already past: the job is due at once either way, and its run_at still
+-- says when it first was (a schedule's slot, say).
 UPDATE conveyor_jobs
 SET status = 'pending',
     attempts = max(conveyor_jobs.attempts - 1, 0),
-    run_at = {now} + item.delay_s,
+    run_at = CASE WHEN item.delay_s > 0 THEN {now} + item.delay_s
+                  ELSE min(conveyor_jobs.run_at, {now}) END,
     claim_id = NULL, claimed_at = NULL, worker = NULL, heartbeat_at = NULL,
     lease_expires_at = NULL,
     updated_at = {now}
