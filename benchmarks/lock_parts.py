@@ -22,7 +22,7 @@ Scratch copies only: conveyor needs all of its parts, and has no history table. 
 checks that every job ended once and that the counts agree with the rows. Variants are
 interleaved, run after run, so a change in the machine's load hits them alike.
 
-    python benchmarks/lock_parts.py [--jobs 30000] [--batch 100] [--runs 3] [--synchronous OFF]
+    python benchmarks/lock_parts.py [--jobs 30000] [--batch 100] [--runs 3]
 """
 
 from __future__ import annotations

@@ -147,11 +147,11 @@ def q(open_queue: Callable[..., Any], db_url: str) -> Iterator[Any]:
     whatever the test did to them."""
     yield open_queue(db_url)
     with conveyor.connect(db_url) as queue:
-        counted, kept = _counted(queue), _kept(queue)
+        counted, kept = count_jobs(queue), _kept(queue)
     assert kept == counted, "the counts kept disagree with the jobs in the table"
 
 
-def _counted(q: conveyor.Queue) -> dict[tuple[str, str, str], int]:
+def count_jobs(q: conveyor.Queue) -> dict[tuple[str, str, str], int]:
     """(queue, task, status): how many jobs, counted one by one."""
     counted: Counter[tuple[str, str, str]] = Counter()
     after = None

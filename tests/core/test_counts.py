@@ -14,14 +14,13 @@ import pytest
 import conveyor
 from conveyor import Status
 from tests.conftest import drop_schema, fresh_url, require_postgres
+from tests.core.conftest import count_jobs
 
 
 def _truth(q: conveyor.Queue) -> dict[tuple[str, str], int]:
     counted: Counter[tuple[str, str]] = Counter()
-    after = None
-    while page := q.jobs(limit=1000, after=after):
-        counted.update((j.queue, str(j.status)) for j in page)
-        after = page[-1].id
+    for (queue, _task, status), n in count_jobs(q).items():
+        counted[(queue, status)] += n
     return dict(counted)
 
 
