@@ -377,3 +377,46 @@ def test_a_workflows_ids_are_reserved_without_rows_left_behind(
         assert list(q.get(ids[1]).depends_on) == [ids[0]]
     finally:
         q.close()
+
+
+def _counted(q: conveyor.Queue) -> tuple[int, int, int]:
+    stats = q.task_stats("q")["t"]
+    return stats.pending, stats.running, stats.completed
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_the_counts_are_written_once_before_and_after_the_row_trigger_went(
+    my_url: str, asynchronous: bool
+) -> None:
+    """Up to migration 13 a row trigger counts each change of state; from 14 on each
+    statement writes its own counts. A queue opened on a schema of either kind counts
+    every change once, whichever it is (a queue opened with migrate=False)."""
+
+    def drain_one(q: conveyor.Queue, url: str) -> None:
+        q.enqueue("t", queue="q")
+        if asynchronous:
+
+            async def claim_and_complete() -> None:
+                async with await conveyor.aio.connect(url, migrate=False) as aq:
+                    job = (await aq.claim("q")).jobs[0]
+                    await aq.complete(job.id, job.claim_id)
+
+            asyncio.run(claim_and_complete())
+        else:
+            with conveyor.connect(url, migrate=False) as other:
+                job = other.claim("q").jobs[0]
+                other.complete(job.id, job.claim_id)
+
+    with conveyor.connect(my_url, migrate=False) as q:
+        q.migrate(target=13)
+        q.enqueue("t", queue="q")
+        drain_one(q, my_url)
+        assert _counted(q) == (1, 0, 1)
+    with conveyor.connect(my_url) as q:  # migrated to the latest
+        assert q.driver.schema_version() >= 14
+        drain_one(q, my_url)
+        assert _counted(q) == (1, 0, 2)
+        job = q.claim("q").jobs[0]
+        assert _counted(q) == (0, 1, 2)
+        q.complete(job.id, job.claim_id)
+        assert _counted(q) == (0, 0, 3)

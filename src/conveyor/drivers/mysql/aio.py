@@ -23,10 +23,13 @@ from conveyor.drivers.mysql.dialect import (
 from conveyor.drivers.mysql.handlers import Change, Rows, Step
 from conveyor.drivers.mysql.session import (
     ASYNC_HANDLERS,
+    SCHEMA_VERSION,
     WATCH,
     WATCH_INTERVAL,
     CursorStatements,
     begin_statements,
+    counts_moves,
+    is_missing_table,
     own_transaction,
     session_init,
 )
@@ -46,9 +49,11 @@ log = logging.getLogger("conveyor.mysql")
 class _AsyncMySQLSession(CursorStatements, AsyncSession):
     handlers = ASYNC_HANDLERS
 
-    def __init__(self, cursor: Any, queries: Statements, *, consecutive_ids: bool) -> None:
+    def __init__(
+        self, cursor: Any, queries: Statements, *, consecutive_ids: bool, counts_moves: bool
+    ) -> None:
         super().__init__()
-        self._use(cursor, queries, consecutive_ids)
+        self._use(cursor, queries, consecutive_ids, counts_moves=counts_moves)
 
     async def all(self, query: str, params: Mapping[str, Any] | None = None) -> list[Row]:
         rows: list[Row] = await self.run_step(Rows(query, params or {}))
@@ -81,6 +86,7 @@ class AsyncMySQLDriver(MySQLValues, AsyncDriver):
         self._pool: Any = None
         self._watcher: asyncio.Task[None] | None = None
         self.consecutive_ids = True
+        self.counts_moves = True
 
     def _kwargs(self) -> dict[str, Any]:
         options = self.server.connect_kwargs(self._connect_timeout)
@@ -96,9 +102,18 @@ class AsyncMySQLDriver(MySQLValues, AsyncDriver):
             async with conn.cursor() as cur:
                 await cur.execute("SELECT VERSION(), @@innodb_autoinc_lock_mode")
                 version, lock_mode = await cur.fetchone()
+                try:
+                    await cur.execute(SCHEMA_VERSION)
+                except pymysql.Error as exc:
+                    if not is_missing_table(exc):
+                        raise
+                    schema = None
+                else:
+                    (schema,) = await cur.fetchone()
         finally:
             conn.close()
         self.consecutive_ids = int(lock_mode) in (0, 1)
+        self.counts_moves = counts_moves(schema)
         self._load(str(version))
         with translated():
             self._pool = await aiomysql.create_pool(
@@ -126,6 +141,7 @@ class AsyncMySQLDriver(MySQLValues, AsyncDriver):
                 await pooled.cursor(aiomysql.DictCursor),
                 self._queries,
                 consecutive_ids=self.consecutive_ids,
+                counts_moves=self.counts_moves,
             )
             try:
                 yield session
@@ -174,7 +190,9 @@ class AsyncMySQLDriver(MySQLValues, AsyncDriver):
         cur = await conn.cursor(aiomysql.DictCursor)
         with translated():
             await cur.execute(begin)
-        session = _AsyncMySQLSession(cur, self._queries, consecutive_ids=self.consecutive_ids)
+        session = _AsyncMySQLSession(
+            cur, self._queries, consecutive_ids=self.consecutive_ids, counts_moves=self.counts_moves
+        )
         try:
             yield session
         except BaseException:

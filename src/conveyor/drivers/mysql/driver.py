@@ -36,12 +36,15 @@ from conveyor.drivers.mysql.dialect import (
 )
 from conveyor.drivers.mysql.handlers import Change, Rows, Step
 from conveyor.drivers.mysql.session import (
+    SCHEMA_VERSION,
     SESSION_SETUP,
     SYNC_HANDLERS,
     WATCH,
     WATCH_INTERVAL,
     CursorStatements,
     begin_statements,
+    counts_moves,
+    is_missing_table,
     own_transaction,
 )
 from conveyor.drivers.operations import Operation
@@ -63,9 +66,10 @@ class _MySQLSession(CursorStatements, Session):
         *,
         consecutive_ids: bool,
         escape: Callable[[Any], str] | None = None,
+        counts_moves: bool = True,
     ) -> None:
         super().__init__()
-        self._use(cursor, queries, consecutive_ids, escape)
+        self._use(cursor, queries, consecutive_ids, escape, counts_moves)
 
     def all(self, query: str, params: Mapping[str, Any] | None = None) -> list[Row]:
         rows: list[Row] = self.run_step(Rows(query, params or {}))
@@ -101,6 +105,18 @@ def _caller_cursor(conn: Any) -> tuple[Any, Callable[[Any], str]]:
         "conn: expected a PyMySQL or mysqlclient (MySQLdb) connection for a MySQL queue, "
         f"got {type(conn).__name__}"
     )
+
+
+def _counts_moves(cur: Any) -> bool:
+    """``counts_moves`` for the schema the cursor's database holds."""
+    try:
+        cur.execute(SCHEMA_VERSION)
+    except pymysql.Error as exc:
+        if is_missing_table(exc):
+            return True
+        raise
+    (version,) = cur.fetchone()
+    return counts_moves(version)
 
 
 class _Pool:
@@ -185,6 +201,7 @@ class MySQLDriver(MySQLValues, Driver):
             with conn.cursor() as cur:
                 cur.execute("SELECT VERSION(), @@innodb_autoinc_lock_mode")
                 version, lock_mode = cur.fetchone()
+                self.counts_moves = _counts_moves(cur)
         except pymysql.Error as exc:
             self._pool.put(conn, broken=True)
             self._pool.close()
@@ -218,6 +235,7 @@ class MySQLDriver(MySQLValues, Driver):
                 pooled.cursor(pymysql.cursors.DictCursor),
                 self._queries,
                 consecutive_ids=self.consecutive_ids,
+                counts_moves=self.counts_moves,
             )
             try:
                 yield session
@@ -283,7 +301,11 @@ class MySQLDriver(MySQLValues, Driver):
         with translated():
             cur.execute(begin)
         session = _MySQLSession(
-            cur, self._queries, consecutive_ids=self.consecutive_ids, escape=escape
+            cur,
+            self._queries,
+            consecutive_ids=self.consecutive_ids,
+            escape=escape,
+            counts_moves=self.counts_moves,
         )
         try:
             yield session
@@ -334,6 +356,7 @@ class MySQLDriver(MySQLValues, Driver):
                         (migration.version, migration.name),
                     )
                     applied.append(migration.version)
+                self.counts_moves = counts_moves(max(done | set(applied), default=None))
             finally:
                 cur.execute("SELECT RELEASE_LOCK(%s)", (lock,))
         return applied

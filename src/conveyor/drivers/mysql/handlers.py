@@ -68,6 +68,12 @@ class HandlerSession(Protocol):
         ``innodb_autoinc_lock_mode`` 0 or 1)."""
         ...
 
+    @property
+    def counts_moves(self) -> bool:
+        """Whether a statement that changes jobs' states writes their counts itself (no
+        row trigger does: migration 0014)."""
+        ...
+
 
 Handler = Callable[[HandlerSession, Mapping[str, Any]], Steps]
 
@@ -122,10 +128,44 @@ def _only(rows: list[Row], columns: tuple[str, ...] | None) -> list[Row]:
     return [{c: row[c] for c in columns} for row in rows]
 
 
-# -- dependents follow their dependencies -------------------------------------------------
-def settle(before: list[Row], after: list[Row]) -> Generator[Step, Any, None]:
-    """Jobs of ``before`` (locked, as they were) that have dependents and whose state
-    ``after`` differs: their dependents count them as met or unmet, or are cancelled."""
+# -- counts: one INSERT of deltas per statement that changed states -----------------------
+Moves = dict[tuple[str, str, str], list[int]]
+
+
+def add_move(moves: Moves, queue: str, task: str, was: str, now: str) -> None:
+    """One job of ``queue`` and ``task`` went from status ``was`` to ``now``: [net
+    change, jobs that entered] per (queue, status, task), as the fold adds them up."""
+    left = moves.setdefault((queue, was, task), [0, 0])
+    left[0] -= 1
+    entered = moves.setdefault((queue, now, task), [0, 0])
+    entered[0] += 1
+    entered[1] += 1
+
+
+def count_moves(moves: Moves) -> Generator[Step, Any, None]:
+    if moves:
+        deltas = [
+            [q, s, t, n, entered] for (q, s, t), (n, entered) in moves.items() if n or entered
+        ]
+        yield Change("count_moves", {"moves": json.dumps(deltas, ensure_ascii=False)})
+
+
+def settle(
+    session: HandlerSession, before: list[Row], after: list[Row]
+) -> Generator[Step, Any, None]:
+    """What follows a statement that changed the jobs ``before`` (locked, as they were;
+    with queue, task and status) into ``after``: the counts of the states they left and
+    entered, and for jobs with dependents whose state differs, their dependents count
+    them as met or unmet, or are cancelled."""
+    counted = session.counts_moves
+    if counted:
+        was = {row["id"]: row for row in before}
+        moves: Moves = {}
+        for row in after:
+            then = was.get(row["id"])
+            if then is not None and then["status"] != row["status"]:
+                add_move(moves, then["queue"], then["task"], then["status"], row["status"])
+        yield from count_moves(moves)
     old = {row["id"]: row["status"] for row in before if row.get("has_dependents")}
     if not old:
         return
@@ -134,13 +174,16 @@ def settle(before: list[Row], after: list[Row]) -> Generator[Step, Any, None]:
         for row in after
         if row["id"] in old and old[row["id"]] != row["status"]
     ]
-    yield from dependents_follow(moved)
+    yield from dependents_follow(moved, counted)
 
 
-def dependents_follow(moved: list[tuple[int, str, str]]) -> Generator[Step, Any, None]:
+def dependents_follow(
+    moved: list[tuple[int, str, str]], counted: bool
+) -> Generator[Step, Any, None]:
     """``moved``: (job, status before, status now) of jobs with dependents. An edge
     with run_on_failure false is met when its dependency completed; one with true when
-    it is final. Cancelling a dependent makes its own dependents follow in turn."""
+    it is final. Cancelling a dependent makes its own dependents follow in turn, and is
+    counted when ``counted`` (the session's ``counts_moves``)."""
     while moved:
         completed = [i for i, _, new in moved if new == "completed"]
         ended = [i for i, old, new in moved if new in _FINAL and old in _ACTIVE]
@@ -162,15 +205,21 @@ def dependents_follow(moved: list[tuple[int, str, str]]) -> Generator[Step, Any,
             break
         doomed: list[Row] = yield Rows("dependents_to_cancel", {"failed": _listed(failed)})
         seen: set[int] = set()
+        moves: Moves = {}
         for row in doomed:
             if row["id"] in seen:
                 continue
             seen.add(row["id"])
             dependency = row["dependency"]
             error = f"dependency job {dependency} {status_now[dependency]}"
-            yield Change("cancel_dependent", {"id": row["id"], "error": error})
+            cancelled: int = yield Change("cancel_dependent", {"id": row["id"], "error": error})
+            if not cancelled:
+                continue
+            add_move(moves, row["queue"], row["task"], row["status"], "cancelled")
             if row["has_dependents"]:
-                moved.append((row["id"], "pending", "cancelled"))
+                moved.append((row["id"], row["status"], "cancelled"))
+        if counted:
+            yield from count_moves(moves)
 
 
 # -- the shapes of handler ------------------------------------------------------------------
@@ -189,7 +238,7 @@ def guarded(lock: str, update: str, columns: tuple[str, ...] | None = None) -> H
         ids = tuple(row["id"] for row in locked)
         yield Change(update, {**params, "locked": ids})
         rows: list[Row] = yield Rows(read_back, {"locked": ids})
-        yield from settle(locked, rows)
+        yield from settle(session, locked, rows)
         return _only(rows, columns)
 
     return handler
@@ -223,7 +272,7 @@ def fail_jobs(session: HandlerSession, params: Mapping[str, Any]) -> Steps:
     if not changed:
         return []
     rows: list[Row] = yield Rows("jobs_locked", {"locked": tuple(changed)})
-    yield from settle(locked, rows)
+    yield from settle(session, locked, rows)
     return rows
 
 
@@ -245,7 +294,7 @@ def end_leases(session: HandlerSession, params: Mapping[str, Any]) -> Steps:
                 },
             )
     rows: list[Row] = yield Rows("jobs_locked_brief", {"locked": tuple(held)})
-    yield from settle(locked, rows)
+    yield from settle(session, locked, rows)
     return _only(rows, _ID_QUEUE_STATUS)
 
 

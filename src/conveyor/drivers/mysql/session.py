@@ -63,6 +63,26 @@ def own_transaction(conn: Any) -> bool:
     return bool(conn.get_autocommit()) and not in_transaction
 
 
+# Migration 0014 took the row trigger that counted every change of status away: from
+# then on each statement writes its own counts (handlers.py). A schema still at an
+# earlier version (a queue opened with migrate=False) keeps its trigger counting. Read
+# from the migrations table: information_schema's list of triggers can wait on the
+# metadata locks of DDL in any other database of the server.
+COUNTS_PER_STATEMENT = 14
+SCHEMA_VERSION = "SELECT max(version) FROM conveyor_migrations"
+_NO_SUCH_TABLE = 1146
+
+
+def counts_moves(version: int | None) -> bool:
+    """Whether statements count their own changes of state on a schema at ``version``
+    (None: no schema yet, which migrating makes the latest)."""
+    return version is None or version >= COUNTS_PER_STATEMENT
+
+
+def is_missing_table(exc: BaseException) -> bool:
+    return bool(exc.args) and exc.args[0] == _NO_SUCH_TABLE
+
+
 def begin_statements(own: bool) -> tuple[str, str, str]:
     """How a session on a caller's connection begins, commits and rolls back."""
     if own:
@@ -81,15 +101,21 @@ class CursorStatements:
         queries: Statements,
         consecutive_ids: bool,
         escape: Callable[[Any], str] | None = None,
+        counts_moves: bool = True,
     ) -> None:
         self._cur = cursor
         self._queries = queries
         self._consecutive_ids = consecutive_ids
+        self._counts_moves = counts_moves
         self._escape = escape or cursor.connection.escape
 
     @property
     def consecutive_ids(self) -> bool:
         return self._consecutive_ids
+
+    @property
+    def counts_moves(self) -> bool:
+        return self._counts_moves
 
     def _bound(self, step: Step) -> tuple[str, Mapping[str, Any]]:
         return bind(self._queries.text(step.name, step.params), step.params, self._escape)

@@ -6,7 +6,7 @@
 
 -- name: reopen_job_lock
 -- An explicit retry: a final job becomes pending again with a fresh set of attempts.
-SELECT id, status, has_dependents FROM conveyor_jobs
+SELECT id, queue, task, status, has_dependents FROM conveyor_jobs
 WHERE id = :id AND status IN {from_retry}
 FOR UPDATE;
 
@@ -20,7 +20,7 @@ WHERE id IN :locked AND status IN {from_retry};
 -- name: reopen_job_within_attempts_lock
 -- A retry that keeps the attempts spent: only a failed or cancelled job that has
 -- attempts left becomes pending again.
-SELECT id, status, has_dependents FROM conveyor_jobs
+SELECT id, queue, task, status, has_dependents FROM conveyor_jobs
 WHERE id = :id AND status IN {from_retry_within_attempts} AND attempts < max_attempts
 FOR UPDATE;
 
@@ -32,7 +32,7 @@ SET status = 'pending', run_at = {now}, result = NULL, finished_at = NULL,
 WHERE id IN :locked AND status IN {from_retry_within_attempts};
 
 -- name: cancel_job_lock
-SELECT id, status, has_dependents FROM conveyor_jobs
+SELECT id, queue, task, status, has_dependents FROM conveyor_jobs
 WHERE id = :id AND status IN {from_cancel}
 FOR UPDATE;
 
@@ -44,7 +44,7 @@ WHERE id IN :locked AND status IN {from_cancel};
 -- name: complete_by_key_lock
 -- :statuses: the states a job may be completed from (active ones; failed ones too
 -- when the caller reconciles work done elsewhere).
-SELECT id, status, has_dependents FROM conveyor_jobs
+SELECT id, queue, task, status, has_dependents FROM conveyor_jobs
 WHERE queue = :queue AND `key` = :key
   AND status IN (SELECT s FROM JSON_TABLE(:statuses, '$[*]' COLUMNS (s {text} PATH '$')) AS t)
 FOR UPDATE;

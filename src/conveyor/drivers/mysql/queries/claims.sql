@@ -7,7 +7,7 @@
 -- claimable index, in claim order: a plan that sorts (on the due index, say) locks
 -- every row it reads before the sort, so the claimers beside it skipped the whole
 -- backlog and found nothing.
-SELECT id, status, has_dependents FROM conveyor_jobs FORCE INDEX (conveyor_jobs_claimable)
+SELECT id, queue, task, status, has_dependents FROM conveyor_jobs FORCE INDEX (conveyor_jobs_claimable)
 WHERE queue = :queue AND status IN {from_claim} AND waiting_for = 0 AND run_at <= {now}
   AND NOT EXISTS (SELECT 1 FROM conveyor_queues AS c WHERE c.queue = :queue AND c.controlled)
 ORDER BY priority, id
@@ -17,14 +17,14 @@ FOR UPDATE SKIP LOCKED;
 -- name: claim_ids_lock
 -- The flow-controlled path: the jobs chosen under the queue's limits, while the
 -- queue's settings row is locked. Still guarded.
-SELECT id, status, has_dependents FROM conveyor_jobs
+SELECT id, queue, task, status, has_dependents FROM conveyor_jobs
 WHERE id IN (SELECT id FROM JSON_TABLE(:ids, '$[*]' COLUMNS (id BIGINT PATH '$')) AS t)
   AND status IN {from_claim} AND waiting_for = 0
 FOR UPDATE;
 
 -- name: claim_job_lock
 -- One job, named by id: claimable while pending with its dependencies met.
-SELECT id, status, has_dependents FROM conveyor_jobs
+SELECT id, queue, task, status, has_dependents FROM conveyor_jobs
 WHERE id = :id AND status IN {from_claim_job} AND waiting_for = 0
 FOR UPDATE;
 
@@ -64,7 +64,7 @@ SELECT (SELECT count(*) FROM conveyor_count_deltas) AS deltas, CASE
     END AS n;
 
 -- name: ack_claim_lock
-SELECT id, status, has_dependents FROM conveyor_jobs
+SELECT id, queue, task, status, has_dependents FROM conveyor_jobs
 WHERE claim_id = :claim_id AND status IN {from_ack}
 FOR UPDATE;
 
@@ -75,19 +75,19 @@ SET status = 'completed', error = NULL, error_kind = NULL, finished_at = {now},
 WHERE id IN :locked AND status IN {from_ack};
 
 -- name: release_claim_lock
-SELECT id, status, has_dependents FROM conveyor_jobs
+SELECT id, queue, task, status, has_dependents FROM conveyor_jobs
 WHERE claim_id = :claim_id AND status IN {from_release}
   AND (:queues IS NULL
        OR queue IN (SELECT q FROM JSON_TABLE(:queues, '$[*]' COLUMNS (q {text} PATH '$')) AS t))
 FOR UPDATE;
 
 -- name: release_job_lock
-SELECT id, status, has_dependents FROM conveyor_jobs
+SELECT id, queue, task, status, has_dependents FROM conveyor_jobs
 WHERE id = :id AND status IN {from_release_job}
 FOR UPDATE;
 
 -- name: reset_claims_lock
-SELECT id, status, has_dependents FROM conveyor_jobs
+SELECT id, queue, task, status, has_dependents FROM conveyor_jobs
 WHERE status IN {from_reset_claims} AND claimed_at <= {now} - INTERVAL :older_than_s SECOND
   AND (:queues IS NULL
        OR queue IN (SELECT q FROM JSON_TABLE(:queues, '$[*]' COLUMNS (q {text} PATH '$')) AS t))
@@ -118,7 +118,7 @@ LIMIT :limit;
 -- :items is a JSON array of {"id", "claim_id", "again", "error", "cause"}. Guarded: the
 -- same claim, still expired. By the primary key alone (see reports.sql,
 -- claimed_items_lock).
-SELECT id, status, has_dependents FROM conveyor_jobs
+SELECT id, queue, task, status, has_dependents FROM conveyor_jobs
   FORCE INDEX (PRIMARY)
 WHERE (id, claim_id) IN (
           SELECT id, claim_id FROM JSON_TABLE(:items, '$[*]' COLUMNS (

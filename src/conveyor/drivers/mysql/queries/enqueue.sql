@@ -82,7 +82,7 @@ FROM JSON_TABLE(:ids, '$[*]' COLUMNS (id BIGINT PATH '$')) AS t;
 
 -- name: cancel_for_dependency_lock
 -- A new job whose dependency already failed or was cancelled: it will never run.
-SELECT id, status, has_dependents FROM conveyor_jobs
+SELECT id, queue, task, status, has_dependents FROM conveyor_jobs
 WHERE id = :id AND status IN {from_cancel_for_dependency}
 FOR UPDATE;
 
@@ -126,7 +126,7 @@ WHERE j.status = 'pending';
 -- name: dependents_to_cancel
 -- Pending jobs that needed one of :failed (failed or cancelled) to complete, with the
 -- dependency that dooms each.
-SELECT j.id, j.status, j.has_dependents, d.depends_on AS dependency
+SELECT j.id, j.queue, j.task, j.status, j.has_dependents, d.depends_on AS dependency
 FROM conveyor_jobs AS j
 JOIN conveyor_dependencies AS d ON d.job_id = j.id
 WHERE d.depends_on IN :failed AND NOT d.run_on_failure AND j.status = 'pending'

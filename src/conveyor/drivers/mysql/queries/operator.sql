@@ -19,7 +19,7 @@ HAVING sum(n) <> 0;
 -- name: cancel_by_key_lock
 -- Every active job with the key: a running one keeps its claim id, so its worker's
 -- later writes are refused.
-SELECT id, status, has_dependents FROM conveyor_jobs
+SELECT id, queue, task, status, has_dependents FROM conveyor_jobs
 WHERE queue = :queue AND `key` = :key AND status IN {from_cancel_by_key}
 ORDER BY id
 FOR UPDATE;
@@ -31,7 +31,7 @@ WHERE id IN :locked AND status IN {from_cancel_by_key};
 
 -- name: fail_by_key_lock
 -- Every active job with the key, failed for good: no retry, whatever attempts remain.
-SELECT id, status, has_dependents FROM conveyor_jobs
+SELECT id, queue, task, status, has_dependents FROM conveyor_jobs
 WHERE queue = :queue AND `key` = :key AND status IN {from_fail_by_key}
 ORDER BY id
 FOR UPDATE;
@@ -50,7 +50,7 @@ WHERE id IN :locked AND status IN {from_fail_by_key};
 -- name: run_now_lock
 -- A pending job due now: a scheduled job, or one waiting to retry, stops waiting
 -- (a job already due keeps its run_at). Dependencies still hold it.
-SELECT id, status, has_dependents FROM conveyor_jobs
+SELECT id, queue, task, status, has_dependents FROM conveyor_jobs
 WHERE id = :id AND status IN {from_run_now}
 FOR UPDATE;
 
@@ -62,7 +62,7 @@ WHERE id IN :locked AND status IN {from_run_now};
 -- name: run_now_jobs_lock
 -- At most :limit pending jobs not yet due, soonest first; rows another transaction
 -- holds are left for the next request.
-SELECT id, status, has_dependents FROM conveyor_jobs
+SELECT id, queue, task, status, has_dependents FROM conveyor_jobs
 WHERE status = 'pending' AND run_at > created_at AND run_at > {now}
   AND queue = :queue                  -- if :queue
   AND task = :task                    -- if :task

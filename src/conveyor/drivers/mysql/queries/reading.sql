@@ -62,6 +62,15 @@ HAVING sum(n) <> 0;
 -- How many deltas wait to be folded, counted no further than :limit.
 SELECT count(*) AS n FROM (SELECT 1 FROM conveyor_count_deltas LIMIT :limit) AS d;
 
+-- name: count_moves
+-- The deltas of one statement that changed jobs' states (:moves, JSON: [queue, status,
+-- task, net change, jobs that entered the status]), written where the fold finds them.
+INSERT INTO conveyor_count_deltas (queue, status, task, n, entered, at)
+SELECT queue, status, task, n, entered, {now}
+FROM JSON_TABLE(:moves, '$[*]' COLUMNS (
+    queue {text} PATH '$[0]', status VARCHAR(16) PATH '$[1]', task {text} PATH '$[2]',
+    n INT PATH '$[3]', entered INT PATH '$[4]')) AS t;
+
 -- name: fold_take
 -- The fold_counts handler: a batch of deltas, locked; those another folder holds, or
 -- that belong to transactions not yet committed, are skipped.

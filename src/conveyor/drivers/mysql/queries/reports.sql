@@ -9,7 +9,7 @@
 -- range of the status, which grew with the table (60 to 500 ms a call at a million jobs,
 -- ANALYZE FORMAT=JSON; benchmarks/growth.py). (Naming the primary key rather than the
 -- indexes to ignore keeps the statement valid on a schema that lacks one of them.)
-SELECT id, status, has_dependents FROM conveyor_jobs
+SELECT id, queue, task, status, has_dependents FROM conveyor_jobs
   FORCE INDEX (PRIMARY)
 WHERE (id, claim_id) IN (
           SELECT id, claim_id FROM JSON_TABLE(:items, '$[*]' COLUMNS (
@@ -82,7 +82,7 @@ SET heartbeat_at = {now},
 WHERE id IN :locked AND status IN {from_heartbeat};
 
 -- name: progress_job_lock
-SELECT id, status, has_dependents FROM conveyor_jobs
+SELECT id, queue, task, status, has_dependents FROM conveyor_jobs
 WHERE id = :id AND claim_id = :claim_id AND status IN {from_heartbeat}
 FOR UPDATE;
 

@@ -107,7 +107,7 @@ WHERE j.workflow_id = :workflow_id;
 -- name: cancel_workflow_lock
 -- The cancel_workflow handler: the run's steps not final yet, locked, then cancelled
 -- with cancel_job_update.
-SELECT id, status, has_dependents FROM conveyor_jobs
+SELECT id, queue, task, status, has_dependents FROM conveyor_jobs
 WHERE workflow_id = :workflow_id AND status IN {from_cancel}
 ORDER BY id
 FOR UPDATE;
@@ -125,7 +125,7 @@ FOR UPDATE;
 -- name: reopen_jobs_lock
 -- The reopen_jobs handler: the final jobs of :ids, locked, then reopened with
 -- reopen_job_update.
-SELECT id, status, has_dependents FROM conveyor_jobs
+SELECT id, queue, task, status, has_dependents FROM conveyor_jobs
 WHERE id IN (SELECT id FROM JSON_TABLE(:ids, '$[*]' COLUMNS (id BIGINT PATH '$')) AS t)
   AND status IN {from_retry}
 ORDER BY id
