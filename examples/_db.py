@@ -193,6 +193,19 @@ class AppDatabase:
         with self.transaction() as tx:  # the last try: its conflict is the caller's
             return work(tx)
 
+    def briefly(self, work: Callable[[Tx], T]) -> T | None:
+        """``work(tx)`` in a write transaction whose statements wait for a row another
+        transaction holds only a moment (``Tx.brief_lock_waits``): None, with nothing
+        written, when one gave up (``is_lock_wait``). For a poll that must never hang
+        behind a process stopped while it held the row; ``work`` returns a value."""
+        try:
+            with self.transaction() as tx, tx.brief_lock_waits():
+                return work(tx)
+        except Exception as exc:
+            if is_lock_wait(exc):
+                return None
+            raise
+
     def create(self, *, sqlite: str, postgresql: str, mysql: str | None = None) -> None:
         """Create the application's tables (statements separated by ``;``), once."""
         if self.dialect == "mysql":

@@ -6,11 +6,10 @@ resumed job) leaves one result, not two."""
 from __future__ import annotations
 
 import uuid
-from contextlib import nullcontext
 from datetime import UTC, datetime
 from typing import Any
 
-from examples._db import AppDatabase, Tx, is_lock_wait
+from examples._db import AppDatabase, Tx
 
 TABLES = {
     "sqlite": """
@@ -180,17 +179,14 @@ class Store:
             )
         if left is None:
             return 0
-        try:
-            with self.db.transaction() as tx, tx.brief_lock_waits():
-                return tx.execute(
-                    "UPDATE pages SET ocr_status = 'pending'"
-                    " WHERE book_id = :book AND ocr_status = 'processing'",
-                    {"book": book_id},
-                )
-        except Exception as exc:
-            if is_lock_wait(exc):
-                return 0
-            raise
+        settled = self.db.briefly(
+            lambda tx: tx.execute(
+                "UPDATE pages SET ocr_status = 'pending'"
+                " WHERE book_id = :book AND ocr_status = 'processing'",
+                {"book": book_id},
+            )
+        )
+        return settled or 0
 
     # -- the jobs' last heartbeats -------------------------------------------------------
     def beat(self, job_id: int, at: str, *, wait: bool = True) -> bool:
@@ -201,26 +197,25 @@ class Store:
         transaction holds the job's row, and returns False: the worker is recording a
         beat itself, or was stopped (SIGSTOP) while it did, and a poll must not hang
         behind a stopped process. On SQLite the whole write waits, as every writer does."""
-        try:
+
+        def record(tx: Tx) -> bool:
+            upsert = (
+                " ON DUPLICATE KEY UPDATE"
+                " heartbeat_at = greatest(heartbeat_at, VALUES(heartbeat_at))"
+                if tx.dialect == "mysql"
+                else " ON CONFLICT (job_id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at"
+                " WHERE job_heartbeats.heartbeat_at < excluded.heartbeat_at"
+            )
+            tx.execute(
+                "INSERT INTO job_heartbeats (job_id, heartbeat_at) VALUES (:job, :at)" + upsert,
+                {"job": str(job_id), "at": at},
+            )
+            return True
+
+        if wait:
             with self.db.transaction() as tx:
-                upsert = (
-                    " ON DUPLICATE KEY UPDATE"
-                    " heartbeat_at = greatest(heartbeat_at, VALUES(heartbeat_at))"
-                    if tx.dialect == "mysql"
-                    else " ON CONFLICT (job_id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at"
-                    " WHERE job_heartbeats.heartbeat_at < excluded.heartbeat_at"
-                )
-                with nullcontext() if wait else tx.brief_lock_waits():
-                    tx.execute(
-                        "INSERT INTO job_heartbeats (job_id, heartbeat_at) VALUES (:job, :at)"
-                        + upsert,
-                        {"job": str(job_id), "at": at},
-                    )
-        except Exception as exc:
-            if wait or not is_lock_wait(exc):
-                raise
-            return False
-        return True
+                return record(tx)
+        return self.db.briefly(record) is not None
 
     def last_beat(self, job_id: int) -> str | None:
         with self.db.transaction(write=False) as tx:
