@@ -7,6 +7,7 @@ median), which is how noisy this machine was for that number.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import platform
@@ -260,3 +261,23 @@ def rss_mb(pid: int | None = None) -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024.0
     return 0.0
+
+
+def parts_arguments(description: str, url: str) -> argparse.Namespace:
+    """The options of a schema-parts benchmark (``mariadb_parts``, ``postgres_parts``)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--url", default=url)
+    parser.add_argument("--jobs", type=int, default=20_000)
+    parser.add_argument("--runs", type=int, default=3)
+    return parser.parse_args()
+
+
+def print_parts(database: str, jobs: int, runs: int, rates: dict[str, list[float]]) -> None:
+    """The ``claim(ack=)`` loop's rate per variant of the schema, against "as migrated"."""
+    print(f"claim(ack=) loop on {database}, jobs/s: {jobs} jobs in batches of 100; "
+          f"median of {runs} interleaved runs (min-max)")  # fmt: skip
+    base = statistics.median(rates["as migrated"])
+    for name, values in rates.items():
+        median = statistics.median(values)
+        print(f"  {name:40s} {median:8,.0f}  ({min(values):,.0f}-{max(values):,.0f})"
+              f"  {median / base:5.2f}x")  # fmt: skip

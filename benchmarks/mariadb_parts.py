@@ -4,11 +4,13 @@ The ``claim(ack=…)`` loop (one transaction per batch: the previous batch compl
 the next claimed, as the worker does) drains ``--jobs`` jobs from a new database, once
 with the schema as migrated (each statement that changes states writes its counts, one
 INSERT of deltas per statement) and once on scratch copies changed in one part: the row
-trigger that counted every status change before migration 0014 put back (two delta rows
-per job and change; with the schema's version set back to 13, so conveyor leaves the
-counting to it), and the secondary indexes other than the claim's own that hold
-``status`` taken away (MySQL has no partial index, so each job's claim and ending
-rewrite an entry in each of them). The difference is what each part costs the loop.
+trigger that counted every status change before migration 0015 put back (two delta rows
+per job and change; with the schema's version set back to 14, so conveyor leaves the
+counting to it), the three indexes that migration 0014 moved to generated columns put
+back on ``status``, and the secondary indexes other than the claim's own that hold
+``status`` or a column made of it taken away (MySQL has no partial index: each job's
+claim and ending rewrite an entry in the two that hold ``status`` itself, and in some
+of the three on generated columns). The difference is what each part costs the loop.
 Scratch databases only; each run checks the counts after its drain. Variants are
 interleaved, run after run, so a change in the machine's load hits them
 alike. The statements are timed too, per batch: the two locking reads, the two
@@ -20,7 +22,6 @@ UPDATEs and the two read-backs.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import time
@@ -35,6 +36,7 @@ if __package__ in (None, ""):  # run as a script: make `benchmarks` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import conveyor
+from benchmarks.harness import parts_arguments, print_parts
 from conveyor.cli.bench import drain_acked, enqueue_bulk
 
 URL = "mysql://root@127.0.0.1:3306/test"
@@ -42,7 +44,7 @@ QUEUE = "bench"
 
 
 def _old_trigger() -> str:
-    """The row trigger as migration 0013 creates it (0014 dropped it)."""
+    """The row trigger as migration 0013 creates it (0015 dropped it)."""
     from conveyor.drivers.mysql.dialect import (
         MARIADB_COLLATION,
         PACKAGE,
@@ -60,10 +62,11 @@ def _old_trigger() -> str:
     )
 
 
-# That trigger put back, and the schema's version set back to 13, where a queue leaves
+# That trigger put back, and the schema's version set back to 14, where a queue leaves
 # the counting to it.
-_TRIGGER = ("DELETE FROM conveyor_migrations WHERE version >= 14", _old_trigger())
-# Every index of conveyor_jobs that holds ``status``, but the claim's own.
+_TRIGGER = ("DELETE FROM conveyor_migrations WHERE version >= 15", _old_trigger())
+# Every index of conveyor_jobs that holds ``status`` or a column made of it (migration
+# 0014), but the claim's own.
 _STATUS_INDEXES = tuple(
     f"DROP INDEX {name} ON conveyor_jobs"
     for name in (
@@ -74,9 +77,21 @@ _STATUS_INDEXES = tuple(
         "conveyor_jobs_status_id",
     )
 )
+# The three indexes as they were before migration 0014: on status itself, so written at
+# every change of every job's state.
+_OLD_INDEXES = (
+    "ALTER TABLE conveyor_jobs"
+    " DROP INDEX conveyor_jobs_due, DROP INDEX conveyor_jobs_running_group,"
+    " DROP INDEX conveyor_jobs_workflow_status,"
+    " ADD INDEX conveyor_jobs_due (queue, status, run_at),"
+    " ADD INDEX conveyor_jobs_running_group (queue, status, job_group),"
+    " ADD INDEX conveyor_jobs_workflow_status (workflow_id, status)",
+)
 VARIANTS: dict[str, tuple[str, ...]] = {
     "as migrated": (),
-    "with the row trigger of before 0014": _TRIGGER,
+    "with the row trigger of before 0015": _TRIGGER,
+    "with the three indexes of before 0014": _OLD_INDEXES,
+    "with both, as before 0014": _OLD_INDEXES + _TRIGGER,
     "without the five status indexes": _STATUS_INDEXES,
 }
 
@@ -119,8 +134,9 @@ def _drain(url: str, jobs: int, change: tuple[str, ...]) -> tuple[float, dict[st
             for statement in change:
                 cur.execute(statement)
         alter.close()
-        # Connected again: a queue reads the schema's version when it connects.
-        with conveyor.connect(scratch) as q, _statement_clock() as spent:
+        # Connected again, as the schema now is (migrating would undo a variant's
+        # change): a queue reads the schema's version when it connects.
+        with conveyor.connect(scratch, migrate=False) as q, _statement_clock() as spent:
             took = drain_acked(q, jobs, queue=QUEUE)
             counted = q.task_stats(QUEUE)  # the counts alone (stats() reads more)
         if [(s.completed, s.total) for s in counted.values()] != [(jobs, jobs)]:
@@ -129,11 +145,7 @@ def _drain(url: str, jobs: int, change: tuple[str, ...]) -> tuple[float, dict[st
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--url", default=URL)
-    parser.add_argument("--jobs", type=int, default=20_000)
-    parser.add_argument("--runs", type=int, default=3)
-    args = parser.parse_args()
+    args = parts_arguments(__doc__.split("\n\n")[0], URL)
     rates: dict[str, list[float]] = {name: [] for name in VARIANTS}
     per_batch: dict[str, dict[str, list[float]]] = {name: defaultdict(list) for name in VARIANTS}
     for _ in range(args.runs):
@@ -143,13 +155,7 @@ def main() -> None:
             batches = max(1, args.jobs / 100)
             for statement, (_, ns) in spent.items():
                 per_batch[name][statement].append(ns / batches / 1e6)
-    print(f"claim(ack=) loop on MariaDB, jobs/s: {args.jobs} jobs in batches of 100; "
-          f"median of {args.runs} interleaved runs (min-max)")  # fmt: skip
-    base = statistics.median(rates["as migrated"])
-    for name, values in rates.items():
-        median = statistics.median(values)
-        print(f"  {name:40s} {median:8,.0f}  ({min(values):,.0f}-{max(values):,.0f})"
-              f"  {median / base:5.2f}x")  # fmt: skip
+    print_parts("MariaDB", args.jobs, args.runs, rates)
     print("ms per batch of 100, by statement (median):")
     for name, statements in per_batch.items():
         parts = sorted(statements.items(), key=lambda kv: -statistics.median(kv[1]))

@@ -11,7 +11,16 @@ import pytest
 from typer.testing import CliRunner
 
 import conveyor
-from benchmarks import decode_rows, growth, lock_parts, mariadb_parts, report, run, soak
+from benchmarks import (
+    decode_rows,
+    growth,
+    lock_parts,
+    mariadb_parts,
+    postgres_parts,
+    report,
+    run,
+    soak,
+)
 from benchmarks.harness import Figure, summarise
 from conveyor.cli import app
 from conveyor.cli import bench as workloads
@@ -216,6 +225,32 @@ def test_the_mariadb_parts_drain_every_variant_and_drop_their_databases(
     assert [line.strip().split(":")[0] for line in statements] == list(mariadb_parts.VARIANTS)
     assert all("claim_update" in line and "ack_claim_update" in line for line in statements)
     assert _mysql_databases("conveyor_parts_") == before
+
+
+def _pg_databases(prefix: str) -> set[str]:
+    import psycopg
+
+    with psycopg.connect(PG_URL) as conn:
+        rows = conn.execute(
+            "SELECT datname FROM pg_database WHERE starts_with(datname, %s)", (prefix,)
+        ).fetchall()
+    return {row[0] for row in rows}
+
+
+def test_the_postgres_parts_drain_every_variant_and_drop_their_databases(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    require_postgres()
+    before = _pg_databases("conveyor_bench_")
+    argv = ["postgres_parts", "--url", PG_URL, "--jobs", "300", "--runs", "1"]
+    monkeypatch.setattr("sys.argv", argv)
+    postgres_parts.main()
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 1 + len(postgres_parts.VARIANTS)
+    for line, name in zip(lines[1:], postgres_parts.VARIANTS, strict=True):
+        assert line.strip().startswith(name)
+        assert float(line.split()[-3].replace(",", "")) > 0  # jobs/s, measured
+    assert _pg_databases("conveyor_bench_") == before
 
 
 def test_the_soak_measures_its_maximum_then_samples_with_its_retention_restored(

@@ -19,6 +19,7 @@ import conveyor
 import conveyor.aio
 import conveyor.queue
 from conveyor import InvalidArgument, Status, TransactionConflict
+from conveyor.drivers.mysql.session import COUNTS_PER_STATEMENT
 from tests.conftest import _mysql_server, drop_schema, fresh_url, mysql_connection
 
 pytestmark = pytest.mark.queue_kinds("queue")
@@ -388,7 +389,7 @@ def _counted(q: conveyor.Queue) -> tuple[int, int, int]:
 def test_the_counts_are_written_once_before_and_after_the_row_trigger_went(
     my_url: str, asynchronous: bool
 ) -> None:
-    """Up to migration 13 a row trigger counts each change of state; from 14 on each
+    """Up to migration 14 a row trigger counts each change of state; from 15 on each
     statement writes its own counts. A queue opened on a schema of either kind counts
     every change once, whichever it is (a queue opened with migrate=False)."""
 
@@ -408,12 +409,12 @@ def test_the_counts_are_written_once_before_and_after_the_row_trigger_went(
                 other.complete(job.id, job.claim_id)
 
     with conveyor.connect(my_url, migrate=False) as q:
-        q.migrate(target=13)
+        q.migrate(target=COUNTS_PER_STATEMENT - 1)
         q.enqueue("t", queue="q")
         drain_one(q, my_url)
         assert _counted(q) == (1, 0, 1)
     with conveyor.connect(my_url) as q:  # migrated to the latest
-        assert q.driver.schema_version() >= 14
+        assert q.driver.schema_version() >= COUNTS_PER_STATEMENT
         drain_one(q, my_url)
         assert _counted(q) == (1, 0, 2)
         job = q.claim("q").jobs[0]

@@ -71,7 +71,7 @@ class HandlerSession(Protocol):
     @property
     def counts_moves(self) -> bool:
         """Whether a statement that changes jobs' states writes their counts itself (no
-        row trigger does: migration 0014)."""
+        row trigger does: migration 0015)."""
         ...
 
 

@@ -63,12 +63,12 @@ def own_transaction(conn: Any) -> bool:
     return bool(conn.get_autocommit()) and not in_transaction
 
 
-# Migration 0014 took the row trigger that counted every change of status away: from
+# Migration 0015 took the row trigger that counted every change of status away: from
 # then on each statement writes its own counts (handlers.py). A schema still at an
 # earlier version (a queue opened with migrate=False) keeps its trigger counting. Read
 # from the migrations table: information_schema's list of triggers can wait on the
 # metadata locks of DDL in any other database of the server.
-COUNTS_PER_STATEMENT = 14
+COUNTS_PER_STATEMENT = 15
 SCHEMA_VERSION = "SELECT max(version) FROM conveyor_migrations"
 _NO_SUCH_TABLE = 1146
 

@@ -56,8 +56,7 @@ SELECT (SELECT count(*) FROM conveyor_count_deltas) AS deltas, CASE
                            SELECT n FROM conveyor_count_deltas
                            WHERE queue = :queue AND status = 'pending') AS parts), 0)
               - (SELECT count(*) FROM conveyor_jobs
-                 WHERE queue = :queue AND status = 'pending' AND run_at > created_at
-                   AND run_at > {now})
+                 WHERE queue = :queue AND pending_run_at > {now} AND run_at > created_at)
               - (SELECT count(*) FROM conveyor_jobs
                  WHERE queue = :queue AND status = 'pending' AND waiting_for > 0
                    AND run_at <= {now}) AS SIGNED)

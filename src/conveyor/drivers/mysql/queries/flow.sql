@@ -32,8 +32,9 @@ ON DUPLICATE KEY UPDATE
 SELECT count(*) AS n FROM conveyor_jobs WHERE status = 'running' AND queue = :queue;
 
 -- name: count_running_in_groups
+-- group_status: the status of a job with a group, NULL for the others (migration 0014).
 SELECT job_group, count(*) AS n FROM conveyor_jobs
-WHERE status = 'running' AND queue = :queue AND job_group IS NOT NULL
+WHERE queue = :queue AND group_status = 'running'
   AND job_group IN (SELECT g FROM JSON_TABLE(:groups, '$[*]' COLUMNS (g {text} PATH '$')) AS t)
 GROUP BY job_group;
 

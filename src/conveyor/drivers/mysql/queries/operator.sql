@@ -62,13 +62,15 @@ WHERE id IN :locked AND status IN {from_run_now};
 -- name: run_now_jobs_lock
 -- At most :limit pending jobs not yet due, soonest first; rows another transaction
 -- holds are left for the next request.
+-- (pending_run_at: run_at while pending, NULL after; a queue's are indexed, migration
+-- 0014.)
 SELECT id, queue, task, status, has_dependents FROM conveyor_jobs
-WHERE status = 'pending' AND run_at > created_at AND run_at > {now}
+WHERE pending_run_at > {now} AND run_at > created_at
   AND queue = :queue                  -- if :queue
   AND task = :task                    -- if :task
   AND attempts = 0                    -- if :first_only
   AND attempts > 0                    -- if :retries_only
-ORDER BY run_at, id
+ORDER BY pending_run_at, id
 LIMIT :limit
 FOR UPDATE SKIP LOCKED;
 
@@ -90,12 +92,12 @@ DELETE FROM conveyor_jobs WHERE id IN :locked AND status IN {from_delete};
 -- Pending jobs not yet due: scheduled (never tried) or waiting to retry (an attempt
 -- failed), soonest first.
 SELECT *, {now} AS db_now FROM conveyor_jobs
-WHERE status = 'pending' AND run_at > created_at AND run_at > {now}
+WHERE pending_run_at > {now} AND run_at > created_at
   AND queue = :queue                      -- if :queue
   AND task = :task                        -- if :task
   AND attempts = 0                        -- if :first_only
   AND attempts > 0                        -- if :retries_only
-ORDER BY run_at, id
+ORDER BY pending_run_at, id
 LIMIT :limit;
 
 -- name: search_payload

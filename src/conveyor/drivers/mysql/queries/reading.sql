@@ -113,8 +113,8 @@ SELECT q.queue,
         WHERE j.status = 'pending' AND j.run_at <= {now} AND j.queue = q.queue
         ORDER BY j.id LIMIT 1) AS oldest_pending_at,
        (SELECT count(*) FROM conveyor_jobs AS j FORCE INDEX (conveyor_jobs_due)
-        WHERE j.queue = q.queue AND j.status = 'pending' AND j.run_at > j.created_at
-          AND j.run_at > {now}) AS scheduled
+        WHERE j.queue = q.queue AND j.pending_run_at > {now}
+          AND j.run_at > j.created_at) AS scheduled
 FROM (SELECT queue FROM (SELECT queue, n FROM conveyor_counts WHERE status = 'pending'
                          UNION ALL
                          SELECT queue, n FROM conveyor_count_deltas

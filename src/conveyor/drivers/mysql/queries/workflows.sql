@@ -77,7 +77,7 @@ SELECT id, label, created_at FROM conveyor_workflows WHERE id = :id;
 SELECT w.id, w.label, w.created_at FROM conveyor_workflows AS w
 WHERE w.id > :after
   AND w.label = :label  -- if :label
-  AND CASE WHEN EXISTS (SELECT 1 FROM conveyor_jobs AS s WHERE s.workflow_id = w.id AND s.status IN ('pending', 'running')) THEN 'running' WHEN EXISTS (SELECT 1 FROM conveyor_jobs AS s WHERE s.workflow_id = w.id AND s.status = 'failed') THEN 'failed' WHEN EXISTS (SELECT 1 FROM conveyor_jobs AS s WHERE s.workflow_id = w.id AND s.status = 'cancelled') THEN 'cancelled' ELSE 'completed' END = :status  -- if :status
+  AND CASE WHEN EXISTS (SELECT 1 FROM conveyor_jobs AS s WHERE s.workflow_id = w.id AND s.workflow_status IN ('pending', 'running')) THEN 'running' WHEN EXISTS (SELECT 1 FROM conveyor_jobs AS s WHERE s.workflow_id = w.id AND s.workflow_status = 'failed') THEN 'failed' WHEN EXISTS (SELECT 1 FROM conveyor_jobs AS s WHERE s.workflow_id = w.id AND s.workflow_status = 'cancelled') THEN 'cancelled' ELSE 'completed' END = :status  -- if :status
 ORDER BY w.id
 LIMIT :limit;
 
@@ -86,14 +86,16 @@ SELECT w.id, w.label, w.created_at FROM conveyor_workflows AS w
 WHERE true
   AND w.id < :after  -- if :after
   AND w.label = :label  -- if :label
-  AND CASE WHEN EXISTS (SELECT 1 FROM conveyor_jobs AS s WHERE s.workflow_id = w.id AND s.status IN ('pending', 'running')) THEN 'running' WHEN EXISTS (SELECT 1 FROM conveyor_jobs AS s WHERE s.workflow_id = w.id AND s.status = 'failed') THEN 'failed' WHEN EXISTS (SELECT 1 FROM conveyor_jobs AS s WHERE s.workflow_id = w.id AND s.status = 'cancelled') THEN 'cancelled' ELSE 'completed' END = :status  -- if :status
+  AND CASE WHEN EXISTS (SELECT 1 FROM conveyor_jobs AS s WHERE s.workflow_id = w.id AND s.workflow_status IN ('pending', 'running')) THEN 'running' WHEN EXISTS (SELECT 1 FROM conveyor_jobs AS s WHERE s.workflow_id = w.id AND s.workflow_status = 'failed') THEN 'failed' WHEN EXISTS (SELECT 1 FROM conveyor_jobs AS s WHERE s.workflow_id = w.id AND s.workflow_status = 'cancelled') THEN 'cancelled' ELSE 'completed' END = :status  -- if :status
 ORDER BY w.id DESC
 LIMIT :limit;
 
 -- name: workflow_counts
-SELECT workflow_id, status, count(*) AS n FROM conveyor_jobs
+-- workflow_status: a step's status, NULL outside workflows (migration 0014); read from
+-- its index alone.
+SELECT workflow_id, workflow_status AS status, count(*) AS n FROM conveyor_jobs
 WHERE workflow_id IN (SELECT id FROM JSON_TABLE(:ids, '$[*]' COLUMNS (id BIGINT PATH '$')) AS t)
-GROUP BY workflow_id, status;
+GROUP BY workflow_id, workflow_status;
 
 -- name: workflow_steps
 SELECT * FROM conveyor_jobs WHERE workflow_id = :workflow_id ORDER BY id;
