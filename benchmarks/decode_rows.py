@@ -44,7 +44,7 @@ def _time_caches() -> list[Any]:
     from conveyor.drivers.sqlite import driver as sqlite
 
     return [sqlite._epoch_to_utc, postgres._to_milliseconds, mysql._to_milliseconds,
-            mysql._datetime_column]  # fmt: skip
+            mysql.datetime_column]  # fmt: skip
 
 
 def claimed_rows(url: str, n: int) -> tuple[Values, list[dict[str, Any]]]:

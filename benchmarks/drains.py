@@ -28,6 +28,7 @@ Systems, per database (``SYSTEMS``):
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
 import signal
@@ -152,7 +153,8 @@ def conveyor_url(backend: str, db: str) -> str:
     return f"sqlite:///{db}" if backend == "sqlite" else db
 
 
-def _conveyor(backend: str, *, clocked: bool = False) -> DrainSystem:
+def _conveyor(backend: str, *, clocked: bool = False, client: str | None = None) -> DrainSystem:
+    """``client``: MySQL's ``?client=`` for the workers' URL (their own row)."""
     import conveyor
     from conveyor.cli.bench import enqueue_bulk
 
@@ -167,7 +169,7 @@ def _conveyor(backend: str, *, clocked: bool = False) -> DrainSystem:
             else _py("-m", "conveyor")
         )
         app = "benchmarks.drain_apps:conveyor_app"
-        url = conveyor_url(backend, run.db)
+        url = conveyor_url(backend, run.db) + (f"?client={client}" if client else "")
         cmd = [*head, "worker", "--app", app, "--db", url, "--burst", "--log-level", "warning"]
         return [cmd] * run.processes
 
@@ -179,7 +181,8 @@ def _conveyor(backend: str, *, clocked: bool = False) -> DrainSystem:
                 f"conveyor worker drain: expected {run.n} completed, got {stats}"
             )
 
-    return DrainSystem("conveyor worker", backend, fill, argv, check)
+    name = f"conveyor worker, {client}" if client else "conveyor worker"
+    return DrainSystem(name, backend, fill, argv, check)
 
 
 def _conveyor_speaks(scheme: str) -> bool:
@@ -353,6 +356,8 @@ def systems(backend: str, *, with_peers: bool = True) -> list[DrainSystem]:
     out = [_floor(backend)]
     if backend in ("sqlite", "postgresql") or (backend == "mariadb" and _conveyor_speaks("mysql")):
         out.append(_conveyor(backend))
+        if backend == "mariadb" and importlib.util.find_spec("MySQLdb") is not None:
+            out.append(_conveyor(backend, client="mysqlclient"))  # the C client library
     if not with_peers:
         return out
     peers: dict[str, list[tuple[str, Callable[[], DrainSystem]]]] = {
@@ -485,7 +490,7 @@ def figures(system: DrainSystem, workdir: Path, pg_url: str, n: int, peer_n: int
     """One system's drain with ``processes`` workers (and the floor's with one, too)."""
     backend = system.backend
     out: list[Figure] = []
-    ours = system.name in (FLOOR, "conveyor worker")
+    ours = system.name == FLOOR or system.name.startswith("conveyor worker")
     result = drain(system, n if ours else peer_n, processes, workdir, pg_url, mariadb_url)
     note = f"{result['processes']} process{'es' if result['processes'] > 1 else ''}"
     note += f"; {system.note}" if system.note else ""

@@ -162,7 +162,29 @@ def work(backend: str, db: str) -> None:
                     (claim_id, QUEUE, BATCH),
                 ).fetchall()
         else:
-            cur = conn.cursor()
+            rows = _mariadb_batch(conn, previous, claim_id)
+        if not rows:
+            break
+        for _id, payload in rows:
+            log_job((payload if isinstance(payload, dict) else json.loads(payload))["i"])
+        previous = [r[0] for r in rows]
+    conn.close()
+    if backend == "sqlite":
+        path = os.path.join(os.environ["BENCH_LOG_DIR"], f"{os.getpid()}.lock")
+        with open(path, "w") as out:
+            out.write(f"{held_ns} {transactions}\n")
+
+
+def _mariadb_batch(conn: Any, previous: list[int], claim_id: str) -> list[Any]:
+    """One MariaDB transaction of the loop, run again when the server rolls it back to
+    break a deadlock (1213) or a lock wait (1205), as any MySQL application must: the
+    SKIP LOCKED claim of one process and the acknowledgement of another lock the same
+    status index in different orders."""
+    import pymysql
+
+    while True:
+        cur = conn.cursor()
+        try:
             conn.begin()
             if previous:
                 marks = ",".join(["%s"] * len(previous))
@@ -180,16 +202,11 @@ def work(backend: str, db: str) -> None:
                     [claim_id, *(r[0] for r in rows)],
                 )
             conn.commit()
-        if not rows:
-            break
-        for _id, payload in rows:
-            log_job((payload if isinstance(payload, dict) else json.loads(payload))["i"])
-        previous = [r[0] for r in rows]
-    conn.close()
-    if backend == "sqlite":
-        path = os.path.join(os.environ["BENCH_LOG_DIR"], f"{os.getpid()}.lock")
-        with open(path, "w") as out:
-            out.write(f"{held_ns} {transactions}\n")
+            return rows
+        except pymysql.err.OperationalError as exc:
+            conn.rollback()
+            if exc.args[0] not in (1205, 1213):
+                raise
 
 
 if __name__ == "__main__":

@@ -238,6 +238,10 @@ def targets(t: Table) -> list[Target]:
         if peer:
             add(f"{name} worker drain ≥ {goal:g}x {peer}'s (same processes)", mine,
                 procs(backend, peer), goal, at_least=True, unit="jobs/s")  # fmt: skip
+    fast = procs("mariadb", f"{CONVEYOR_WORKER}, mysqlclient")
+    if fast is not None:  # the same through the C client library (?client=mysqlclient)
+        add("MariaDB worker drain through mysqlclient ≥ 35% of the floor queue", fast,
+            procs("mariadb", FLOOR_QUEUE), 0.35, at_least=True, unit="jobs/s")  # fmt: skip
     add("SQLite write lock held per job ≤ 4x the floor queue's",
         t.value(LOCK, "sqlite", CONVEYOR_WORKER, "us"), t.value(LOCK, "sqlite", FLOOR_QUEUE, "us"),
         4.0, at_least=False, unit="us")  # fmt: skip

@@ -90,6 +90,17 @@ def require_mysql() -> None:
     pytest.skip(problem)
 
 
+def require_mysqlclient() -> None:
+    """mysqlclient (in the dev extra) is importable; outside CI its tests skip if not."""
+    try:
+        import MySQLdb  # noqa: F401
+    except ImportError as exc:
+        problem = f"mysqlclient is not installed: {exc}"
+        if IN_CI:
+            pytest.fail(f"{problem} (CI=true: its tests must run)")
+        pytest.skip(problem)
+
+
 def mysql_connection(database: str | None = None, *, autocommit: bool = True) -> Any:
     """A PyMySQL connection to the test server (to ``database``, if given). An
     application's connection has autocommit off, PyMySQL's default."""
@@ -107,13 +118,16 @@ def fresh_url(backend: str, tmp_path: Path) -> tuple[str, str | None]:
     afterwards."""
     if backend == "sqlite":
         return f"sqlite:///{tmp_path / 'conveyor.db'}", None
-    if backend == "mysql":
+    if backend in ("mysql", "mysqlclient"):
         require_mysql()
         database = f"t_{uuid.uuid4().hex[:12]}"
         with mysql_connection() as conn, conn.cursor() as cur:
             cur.execute(f"CREATE DATABASE `{database}` CHARACTER SET utf8mb4")
         _mysql_databases.add(database)
         base = MYSQL_URL.split("?", 1)[0].rsplit("/", 1)[0]
+        if backend == "mysqlclient":  # the same database through the C client library
+            require_mysqlclient()
+            return f"{base}/{database}?client=mysqlclient", database
         return f"{base}/{database}", database
     require_postgres()
     schema = f"t_{uuid.uuid4().hex[:12]}"

@@ -22,7 +22,8 @@ ENV_URL = "CONVEYOR_DATABASE_URL"
 _QUEUE_OPTIONS = {"max_payload_bytes"}
 _SQLITE_OPTIONS = {"synchronous", "timeout", "max_pages"}
 _POSTGRES_OPTIONS = {"schema", "pool_min", "pool_max", "connect_timeout"}
-_MYSQL_OPTIONS = {"pool_min", "pool_max", "connect_timeout"}
+_MYSQL_OPTIONS = {"pool_min", "pool_max", "connect_timeout", "client"}
+_MYSQL_CLIENTS = ("pymysql", "mysqlclient")
 MYSQL_SCHEMES = ("mysql", "mariadb")
 
 
@@ -130,6 +131,12 @@ def _mysql(parts: Any, query: dict[str, str], queue_options: dict[str, Any]) -> 
             options[name] = _integer(name, query[name])
     if "connect_timeout" in query:
         options["connect_timeout"] = _number("connect_timeout", query["connect_timeout"])
+    if "client" in query:
+        if query["client"] not in _MYSQL_CLIENTS:
+            raise ConfigurationError(
+                f"client: expected {' or '.join(_MYSQL_CLIENTS)}, got {query['client']!r}"
+            )
+        options["client"] = query["client"]
     database = parts.path.lstrip("/")
     if not database or "/" in database:
         raise ConfigurationError(

@@ -6,8 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
+import subprocess
+import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
@@ -20,9 +25,16 @@ import conveyor.aio
 import conveyor.queue
 from conveyor import InvalidArgument, Status, TransactionConflict
 from conveyor.drivers.mysql.session import COUNTS_PER_STATEMENT
-from tests.conftest import _mysql_server, drop_schema, fresh_url, mysql_connection
+from tests.conftest import (
+    _mysql_server,
+    drop_schema,
+    fresh_url,
+    mysql_connection,
+    require_mysqlclient,
+)
 
 pytestmark = pytest.mark.queue_kinds("queue")
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -33,7 +45,19 @@ def my_url(tmp_path: Path) -> Iterator[str]:
 
 
 def _database(url: str) -> str:
-    return url.rsplit("/", 1)[1]
+    return url.rsplit("/", 1)[1].split("?", 1)[0]
+
+
+# The queue's own connections through either client library (``?client=``).
+CLIENTS = pytest.mark.parametrize("client", ["pymysql", "mysqlclient"])
+
+
+def _through(url: str, client: str, **options: Any) -> str:
+    """``url`` with ``?client=`` (and ``options``) set."""
+    if client == "mysqlclient":
+        require_mysqlclient()
+    query = "&".join(f"{k}={v}" for k, v in {"client": client, **options}.items())
+    return f"{url}?{query}"
 
 
 def test_enqueue_commits_and_rolls_back_with_the_callers_transaction(my_url: str) -> None:
@@ -128,14 +152,15 @@ def test_an_autocommit_connection_gets_a_transaction_of_its_own(my_url: str) -> 
     q.close()
 
 
-def test_json_is_kept_as_sent(my_url: str) -> None:
+@CLIENTS
+def test_json_is_kept_as_sent(my_url: str, client: str) -> None:
     payload = {
         "zeta": 1,
         "alpha": [2**70, -(2**63), 0.1, 1e300, 1.5e-300, True, None],
         "text": "é 😀 \u2028 ' \" \\ %s :name",
         "nested": {"b": {}, "a": []},
     }
-    with conveyor.connect(my_url) as q:
+    with conveyor.connect(_through(my_url, client)) as q:
         job = q.enqueue("t", payload)
         got = q.get(job.id)
         assert got is not None and got.payload == payload
@@ -145,11 +170,12 @@ def test_json_is_kept_as_sent(my_url: str) -> None:
         assert json.dumps(q.get(done.id).result) == json.dumps(payload)  # type: ignore[union-attr]
 
 
-def test_times_read_back_as_the_server_stores_them(my_url: str) -> None:
+@CLIENTS
+def test_times_read_back_as_the_server_stores_them(my_url: str, client: str) -> None:
     """The queue reads DATETIME(6) with a parser of its own: every time of a job is the
     server's value, in UTC, at the millisecond the other databases keep, whether or not
-    the instant has a fraction, sync and async alike."""
-    with conveyor.connect(my_url) as q:
+    the instant has a fraction, sync and async alike, through either client library."""
+    with conveyor.connect(_through(my_url, client)) as q:
         job = q.enqueue("t", {}, run_at=datetime(2026, 3, 4, 5, 6, 7, tzinfo=timezone.utc))
         exact = q.enqueue("t", {}, run_at=datetime(2026, 3, 4, 5, 6, 7, 891234, timezone.utc))
         claim = q.claim(limit=1, lease=60)
@@ -215,10 +241,11 @@ def _wait_until_blocked(url: str) -> None:
     raise AssertionError("no transaction ever waited for a lock")
 
 
+@CLIENTS
 def test_a_deadlock_runs_the_queues_own_transaction_again(
-    my_url: str, monkeypatch: pytest.MonkeyPatch
+    my_url: str, client: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    q = conveyor.connect(my_url)
+    q = conveyor.connect(_through(my_url, client))
     a, b = q.enqueue("t"), q.enqueue("t")
     claim = q.claim(limit=2)
     assert {j.id for j in claim.jobs} == {a.id, b.id}
@@ -337,8 +364,9 @@ def test_async_enqueue_joins_the_callers_aiomysql_transaction(my_url: str) -> No
     asyncio.run(scenario())
 
 
-def test_connections_the_server_dropped_are_replaced(my_url: str) -> None:
-    q = conveyor.connect(my_url + "?pool_max=4")
+@CLIENTS
+def test_connections_the_server_dropped_are_replaced(my_url: str, client: str) -> None:
+    q = conveyor.connect(_through(my_url, client, pool_max=4))
     first = q.enqueue("t")
     with mysql_connection() as admin, admin.cursor() as cur:
         cur.execute(
@@ -421,3 +449,71 @@ def test_the_counts_are_written_once_before_and_after_the_row_trigger_went(
         assert _counted(q) == (0, 1, 2)
         q.complete(job.id, job.claim_id)
         assert _counted(q) == (0, 0, 3)
+
+
+def test_an_unknown_client_library_is_refused(my_url: str) -> None:
+    with pytest.raises(conveyor.ConfigurationError, match="client: expected pymysql or"):
+        conveyor.connect(my_url + "?client=libmysql")
+
+
+def test_mysqlclient_asked_for_but_not_installed_says_how_to_get_it(
+    my_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("MySQLdb", "MySQLdb.converters", "MySQLdb.cursors"):
+        monkeypatch.setitem(sys.modules, name, None)  # an import of it fails
+    with pytest.raises(conveyor.ConfigurationError, match=r"conveyor\[mysqlclient\]"):
+        conveyor.connect(_through(my_url, "pymysql").replace("pymysql", "mysqlclient"))
+
+
+def test_mysqlclient_refusals_are_conveyors_errors(my_url: str) -> None:
+    """The server's errors through mysqlclient are the typed errors PyMySQL's give:
+    an active key, a value out of range, a server that does not answer (its password
+    in no message)."""
+    with conveyor.connect(_through(my_url, "mysqlclient")) as q:
+        assert q.driver.describe().endswith("?client=mysqlclient")
+        q.enqueue("t", key="k")
+        with pytest.raises(conveyor.DuplicateJob):
+            q.enqueue("t", key="k", on_active="raise")
+        with pytest.raises(InvalidArgument):
+            q.enqueue("t", priority=2**40)
+        assert q.stats().pending == 1
+    down = my_url.replace("@", ":sekret@", 1).replace(":3306/", ":1/")
+    with pytest.raises(conveyor.DatabaseUnavailable) as raised:
+        conveyor.connect(_through(down, "mysqlclient", connect_timeout=2))
+    assert "sekret" not in str(raised.value)
+
+
+def _claimers(url: str, n: int, mode: str, batch: str) -> list[subprocess.Popen[str]]:
+    command = [sys.executable, "-m", "tests.core._procs", mode, url, batch]
+    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
+    return [subprocess.Popen(command, cwd=ROOT, text=True, **pipes) for _ in range(n)]
+
+
+def test_processes_through_mysqlclient_claim_each_job_once_and_a_kill_leaves_whole_claims(
+    my_url: str,
+) -> None:
+    url = _through(my_url, "mysqlclient")
+    with conveyor.connect(url) as q:
+        jobs = q.enqueue_many([{"task": "t", "payload": {"n": i}} for i in range(3000)])
+        claimed: Counter[int] = Counter()
+        for proc in _claimers(url, 4, "claim", "50"):
+            out, err = proc.communicate(timeout=240)
+            assert proc.returncode == 0, err
+            claimed.update(i for line in out.splitlines() for i in json.loads(line)["claimed"])
+        assert set(claimed) == {j.id for j in jobs} and max(claimed.values()) == 1
+        assert q.stats().completed == 3000
+
+        q.enqueue_many([{"task": "t"} for _ in range(20_000)])
+        (proc,) = _claimers(url, 1, "claim-forever", "250")
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        time.sleep(0.5)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        running: list[conveyor.Job] = []
+        while page := q.jobs(status="running", limit=5000, after=running[-1].id if running else 0):
+            running.extend(page)
+        per_claim = Counter(j.claim_id for j in running)
+        assert all(n == 250 for n in per_claim.values()), per_claim
+        assert all(j.attempts == 1 and j.worker for j in running)
+        stats = q.stats()
+        assert stats.running == len(running) and stats.pending + stats.running == 20_000

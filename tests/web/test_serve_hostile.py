@@ -150,7 +150,10 @@ def test_past_the_connection_limit_requests_get_a_json_503_and_health_checks_sti
 
 def test_guesses_do_not_spread_over_forwarded_addresses(tmp_path: Path) -> None:
     """X-Forwarded-For from a loopback client is not believed unless the proxy is
-    named: every guess counts against the peer."""
+    named: every guess counts against the peer. (Past the five free guesses each lock
+    lasts 1, 2, 4 … s: on a machine slow enough that a request takes longer than the
+    lock, a later guess is checked, and refused, rather than locked out; so some of
+    guesses 7 to 12 are 429, not necessarily the last.)"""
     with serving(f"sqlite:///{tmp_path}/q.db", tokens=TOKENS) as served:
         statuses = [
             httpx.get(f"{served.url}/api/stats", headers={
@@ -158,7 +161,7 @@ def test_guesses_do_not_spread_over_forwarded_addresses(tmp_path: Path) -> None:
             }).status_code
             for n in range(12)
         ]  # fmt: skip
-        assert statuses[:5] == [401] * 5 and statuses[-1] == 429
+        assert statuses[:6] == [401] * 6 and 429 in statuses[6:], statuses
     proxied = ("--trusted-proxies", "127.0.0.1")
     with serving(f"sqlite:///{tmp_path}/q.db", *proxied, tokens=TOKENS) as served:
         statuses = [

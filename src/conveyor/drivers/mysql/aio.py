@@ -77,6 +77,7 @@ class AsyncMySQLDriver(MySQLValues, AsyncDriver):
         pool_min: int = 1,
         pool_max: int = 10,
         connect_timeout: float = 10.0,
+        client: str = "pymysql",  # the synchronous backend's: this one is aiomysql's
     ) -> None:
         AsyncDriver.__init__(self)
         MySQLValues.__init__(self, Server.from_url(url))

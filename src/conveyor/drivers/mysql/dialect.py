@@ -114,7 +114,11 @@ class Server:
     def describe(self) -> str:
         return f"mysql://{self.user}@{self.host}:{self.port}/{self.database}"
 
-    def connect_kwargs(self, connect_timeout: float) -> dict[str, Any]:
+    def connect_kwargs(
+        self, connect_timeout: float, conversions: dict[Any, Any] | None = None
+    ) -> dict[str, Any]:
+        """Keyword arguments of PyMySQL's and mysqlclient's ``connect`` (``conversions``:
+        the column readers, PyMySQL's by default)."""
         return {
             "host": self.host,
             "port": self.port,
@@ -127,12 +131,12 @@ class Server:
             # rows whose values differ.
             "client_flag": CLIENT.FOUND_ROWS,
             "connect_timeout": max(1, round(connect_timeout)),
-            "conv": _CONVERSIONS,
+            "conv": PYMYSQL_CONVERSIONS if conversions is None else conversions,
         }
 
 
 @lru_cache(maxsize=4096)
-def _datetime_column(text: str) -> datetime | str:
+def datetime_column(text: str) -> datetime | str:
     """A DATETIME as PyMySQL hands it over (``2026-11-28 01:02:03.456000``), read by
     the C parser: PyMySQL's own (a regular expression, then ``int`` of each part) was a
     quarter of a MySQL worker's claim loop. Cached, as a claimed batch repeats the same
@@ -144,10 +148,10 @@ def _datetime_column(text: str) -> datetime | str:
         return converted
 
 
-_CONVERSIONS: dict[Any, Any] = {
+PYMYSQL_CONVERSIONS: dict[Any, Any] = {
     **pymysql.converters.conversions,
-    FIELD_TYPE.DATETIME: _datetime_column,
-    FIELD_TYPE.TIMESTAMP: _datetime_column,
+    FIELD_TYPE.DATETIME: datetime_column,
+    FIELD_TYPE.TIMESTAMP: datetime_column,
 }
 
 

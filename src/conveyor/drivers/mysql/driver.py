@@ -12,7 +12,6 @@ announces a change when they differ."""
 
 from __future__ import annotations
 
-import importlib
 import logging
 import queue
 import sys
@@ -26,10 +25,13 @@ import pymysql
 import pymysql.cursors
 
 from conveyor.drivers.base import Driver, Session
+from conveyor.drivers.mysql.clients import MYSQLCLIENT, PYMYSQL
+from conveyor.drivers.mysql.clients import client as mysql_client
 from conveyor.drivers.mysql.dialect import (
     MySQLValues,
     Server,
     connect_failure,
+    is_driver_error,
     migration_statements,
     translated,
     translation,
@@ -93,14 +95,8 @@ def _caller_cursor(conn: Any) -> tuple[Any, Callable[[Any], str]]:
     mysqldb = sys.modules.get("MySQLdb")
     connection = getattr(mysqldb, "connections", None)
     if connection is not None and isinstance(conn, connection.Connection):
-        cursors = importlib.import_module("MySQLdb.cursors")
-        encoding = getattr(conn, "encoding", None) or "utf-8"
-
-        def escape(value: Any) -> str:
-            literal = conn.literal(value)
-            return literal.decode(encoding) if isinstance(literal, bytes) else str(literal)
-
-        return conn.cursor(cursors.DictCursor), escape
+        mysqlclient = mysql_client(MYSQLCLIENT)
+        return conn.cursor(mysqlclient.dict_cursor), mysqlclient.escape(conn)
     raise InvalidArgument(
         "conn: expected a PyMySQL or mysqlclient (MySQLdb) connection for a MySQL queue, "
         f"got {type(conn).__name__}"
@@ -111,7 +107,9 @@ def _counts_moves(cur: Any) -> bool:
     """``counts_moves`` for the schema the cursor's database holds."""
     try:
         cur.execute(SCHEMA_VERSION)
-    except pymysql.Error as exc:
+    except Exception as exc:
+        if not is_driver_error(exc):
+            raise
         if is_missing_table(exc):
             return True
         raise
@@ -122,18 +120,16 @@ def _counts_moves(cur: Any) -> bool:
 class _Pool:
     """Idle connections kept for reuse, at most ``size`` open at once."""
 
-    def __init__(
-        self, open_one: Callable[[], pymysql.connections.Connection[Any]], size: int, timeout: float
-    ) -> None:
+    def __init__(self, open_one: Callable[[], Any], size: int, timeout: float) -> None:
         self._open = open_one
-        self._idle: queue.LifoQueue[pymysql.connections.Connection[Any]] = queue.LifoQueue()
+        self._idle: queue.LifoQueue[Any] = queue.LifoQueue()
         self._slots = threading.BoundedSemaphore(max(1, size))
         self._timeout = timeout
-        self._all: set[pymysql.connections.Connection[Any]] = set()
+        self._all: set[Any] = set()
         self._lock = threading.Lock()
         self.closed = False
 
-    def get(self) -> pymysql.connections.Connection[Any]:
+    def get(self) -> Any:
         if self.closed:
             raise DatabaseError("the MySQL queue is closed")
         if not self._slots.acquire(timeout=self._timeout):
@@ -151,11 +147,11 @@ class _Pool:
             self._all.add(conn)
         return conn
 
-    def put(self, conn: pymysql.connections.Connection[Any], *, broken: bool = False) -> None:
+    def put(self, conn: Any, *, broken: bool = False) -> None:
         if broken or self.closed:
             with self._lock:
                 self._all.discard(conn)
-            with suppress(pymysql.Error):
+            with suppress(Exception):
                 conn.close()
         else:
             self._idle.put(conn)
@@ -189,9 +185,11 @@ class MySQLDriver(MySQLValues, Driver):
         pool_min: int = 1,
         pool_max: int = 10,
         connect_timeout: float = 10.0,
+        client: str = PYMYSQL,
     ) -> None:
         Driver.__init__(self)
         MySQLValues.__init__(self, Server.from_url(url))
+        self._client = mysql_client(client)
         self._connect_timeout = connect_timeout
         self._closing = threading.Event()
         self._watcher: threading.Thread | None = None
@@ -202,7 +200,7 @@ class MySQLDriver(MySQLValues, Driver):
                 cur.execute("SELECT VERSION(), @@innodb_autoinc_lock_mode")
                 version, lock_mode = cur.fetchone()
                 self.counts_moves = _counts_moves(cur)
-        except pymysql.Error as exc:
+        except self._client.error as exc:
             self._pool.put(conn, broken=True)
             self._pool.close()
             raise translation(exc) from None
@@ -211,13 +209,14 @@ class MySQLDriver(MySQLValues, Driver):
         self.consecutive_ids = int(lock_mode) in (0, 1)
         self._load(self.server_version)
 
-    def _connect(self) -> pymysql.connections.Connection[Any]:
+    def _connect(self) -> Any:
+        kwargs = self.server.connect_kwargs(self._connect_timeout, self._client.conversions)
         try:
-            conn = pymysql.connect(**self.server.connect_kwargs(self._connect_timeout))
+            conn = self._client.connect(**kwargs)
             with conn.cursor() as cur:
                 for statement in SESSION_SETUP:
                     cur.execute(statement)
-        except pymysql.Error as exc:
+        except self._client.error as exc:
             raise connect_failure(exc, self.describe()) from None
         return conn
 
@@ -232,9 +231,10 @@ class MySQLDriver(MySQLValues, Driver):
         broken = True
         try:
             session = _MySQLSession(
-                pooled.cursor(pymysql.cursors.DictCursor),
+                pooled.cursor(self._client.dict_cursor),
                 self._queries,
                 consecutive_ids=self.consecutive_ids,
+                escape=self._client.escape(pooled),
                 counts_moves=self.counts_moves,
             )
             try:
@@ -242,7 +242,7 @@ class MySQLDriver(MySQLValues, Driver):
             except BaseException:
                 try:
                     pooled.rollback()
-                except pymysql.Error:
+                except self._client.error:
                     pass  # broken: the connection is thrown away
                 else:
                     broken = False
@@ -255,20 +255,20 @@ class MySQLDriver(MySQLValues, Driver):
         if session.queues_touched or session.jobs_finished:
             self._announce()
 
-    def _begin(self) -> pymysql.connections.Connection[Any]:
+    def _begin(self) -> Any:
         """A pooled connection with a transaction begun. An idle connection the server
         dropped (a restart, wait_timeout) is replaced once, before anything ran on it."""
         for attempt in range(2):
             pooled = self._pool.get()
             try:
                 pooled.begin()
-            except (pymysql.err.OperationalError, pymysql.err.InterfaceError) as exc:
+            except self._client.gone as exc:
                 self._pool.put(pooled, broken=True)
                 self._pool.drop_idle()  # dropped together, as a server restart does
                 if attempt:
                     raise translation(exc) from None
                 continue
-            except pymysql.Error as exc:
+            except self._client.error as exc:
                 self._pool.put(pooled, broken=True)
                 raise translation(exc) from None
             return pooled
@@ -441,7 +441,7 @@ class MySQLDriver(MySQLValues, Driver):
 
     def _watch(self) -> None:
         """Announce every change of a job's state committed by any connection."""
-        conn: pymysql.connections.Connection[Any] | None = None
+        conn: Any = None
         seen: tuple[Any, ...] | None = None
         retry = 0.1
         while not self._closing.is_set():
@@ -451,7 +451,7 @@ class MySQLDriver(MySQLValues, Driver):
                 with conn.cursor() as cur:
                     cur.execute(WATCH)
                     now = tuple(cur.fetchone())
-            except (pymysql.Error, DatabaseError) as exc:
+            except (self._client.error, DatabaseError) as exc:
                 if conn is not None:
                     with suppress(Exception):
                         conn.close()
@@ -475,6 +475,10 @@ class MySQLDriver(MySQLValues, Driver):
         with self._autocommit() as cur:
             cur.execute("SELECT 1")
             cur.fetchone()
+
+    def describe(self) -> str:
+        where = self.server.describe()
+        return where if self._client.name == PYMYSQL else f"{where}?client={self._client.name}"
 
     def close(self) -> None:
         self._closing.set()

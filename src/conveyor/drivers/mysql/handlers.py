@@ -223,21 +223,34 @@ def dependents_follow(
 
 
 # -- the shapes of handler ------------------------------------------------------------------
-def guarded(lock: str, update: str, columns: tuple[str, ...] | None = None) -> Handler:
+KEPT = ""  # guarded's ``to`` for an update that leaves the state as it was
+
+
+def guarded(
+    lock: str, update: str, columns: tuple[str, ...] | None = None, *, to: str | None = None
+) -> Handler:
     """Lock the rows ``lock`` picks, run ``update`` on exactly those (``:locked``), read
-    them back (all columns, or ``columns``)."""
+    them back (all columns, or ``columns``). ``to``: the state ``update`` leaves every
+    row in (``KEPT``: the one it had), for a caller of ``columns`` drawn from the lock's
+    (id, queue, status): when the update changed every row locked, as it does unless
+    its guard disagrees with the lock's, they are not read back."""
 
     # Whole rows only when the caller gets jobs: PyMySQL reads each column in Python,
     # and a full row costs about ten times the three columns an ending needs.
     read_back = "jobs_locked" if columns is None else "jobs_locked_brief"
+    from_lock = columns is not None and to is not None and set(columns) <= set(_ID_QUEUE_STATUS)
 
     def handler(session: HandlerSession, params: Mapping[str, Any]) -> Steps:
         locked: list[Row] = yield Rows(lock, params)
         if not locked:
             return []
         ids = tuple(row["id"] for row in locked)
-        yield Change(update, {**params, "locked": ids})
-        rows: list[Row] = yield Rows(read_back, {"locked": ids})
+        changed: int = yield Change(update, {**params, "locked": ids})
+        rows: list[Row]
+        if from_lock and changed == len(ids):
+            rows = [{**row, "status": to or row["status"]} for row in locked]
+        else:
+            rows = yield Rows(read_back, {"locked": ids})
         yield from settle(session, locked, rows)
         return _only(rows, columns)
 
@@ -422,15 +435,17 @@ HANDLERS: dict[str, Handler] = {
     ),
     "cancel_job": guarded("cancel_job_lock", "cancel_job_update"),
     "reopen_jobs": guarded("reopen_jobs_lock", "reopen_job_update", _ID_QUEUE),
-    "complete_by_key": guarded("complete_by_key_lock", "complete_by_key_update", _ID_QUEUE),
+    "complete_by_key": guarded(
+        "complete_by_key_lock", "complete_by_key_update", _ID_QUEUE, to="completed"
+    ),
     # claims
     "claim_jobs": guarded("claim_jobs_lock", "claim_update"),
     "claim_ids": guarded("claim_ids_lock", "claim_update"),
     "claim_job": guarded("claim_job_lock", "claim_update"),
-    "ack_claim": guarded("ack_claim_lock", "ack_claim_update", _ID_QUEUE),
-    "release_claim": guarded("release_claim_lock", "release_update", _ID_QUEUE),
+    "ack_claim": guarded("ack_claim_lock", "ack_claim_update", _ID_QUEUE, to="completed"),
+    "release_claim": guarded("release_claim_lock", "release_update", _ID_QUEUE, to="pending"),
     "release_job": guarded("release_job_lock", "release_update"),
-    "reset_claims": guarded("reset_claims_lock", "release_update", _ID_QUEUE),
+    "reset_claims": guarded("reset_claims_lock", "release_update", _ID_QUEUE, to="pending"),
     "end_leases": end_leases,
     # enqueue
     "insert_job": insert_job,
@@ -450,14 +465,18 @@ HANDLERS: dict[str, Handler] = {
     "insert_workflow": insert_workflow,
     "reserve_job_ids": reserve_job_ids,
     "insert_steps": insert_steps,
-    "cancel_workflow": guarded("cancel_workflow_lock", "cancel_job_update", _ID_QUEUE),
+    "cancel_workflow": guarded(
+        "cancel_workflow_lock", "cancel_job_update", _ID_QUEUE, to="cancelled"
+    ),
     # reports
     "complete_jobs": guarded("claimed_items_lock", "complete_update"),
-    "complete_job_ids": guarded("claimed_items_lock", "complete_update", _ID_QUEUE_STATUS),
+    "complete_job_ids": guarded(
+        "claimed_items_lock", "complete_update", _ID_QUEUE_STATUS, to="completed"
+    ),
     "fail_jobs": fail_jobs,
     "snooze_jobs": guarded("claimed_items_lock", "snooze_update"),
     "heartbeat_jobs": guarded("claimed_items_lock", "heartbeat_update"),
-    "heartbeat_job_ids": guarded("claimed_items_lock", "heartbeat_update", ("id",)),
+    "heartbeat_job_ids": guarded("claimed_items_lock", "heartbeat_update", ("id",), to=KEPT),
     "progress_job": guarded("progress_job_lock", "progress_job_update"),
 }
 

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from conveyor.drivers.mysql.handlers import (
+    KEPT,
     Change,
     Handler,
     HandlerSession,
@@ -60,10 +61,12 @@ def delete_retention(session: HandlerSession, params: Mapping[str, Any]) -> Step
 
 OPERATOR_HANDLERS: dict[str, Handler] = {
     "delete_retention": delete_retention,
-    "cancel_by_key": guarded("cancel_by_key_lock", "cancel_by_key_update", _ID_QUEUE),
-    "fail_by_key": guarded("fail_by_key_lock", "fail_by_key_update", _ID_QUEUE),
+    "cancel_by_key": guarded(
+        "cancel_by_key_lock", "cancel_by_key_update", _ID_QUEUE, to="cancelled"
+    ),
+    "fail_by_key": guarded("fail_by_key_lock", "fail_by_key_update", _ID_QUEUE, to="failed"),
     "run_now": guarded("run_now_lock", "run_now_update"),
-    "run_now_jobs": guarded("run_now_jobs_lock", "run_now_jobs_update", _ID_QUEUE),
+    "run_now_jobs": guarded("run_now_jobs_lock", "run_now_jobs_update", _ID_QUEUE, to=KEPT),
     "delete_job": delete_job,
     "search_payload": search_payload,
     "roll_up_throughput": roll_up_throughput,

@@ -11,7 +11,7 @@ WHERE id = :id AND status IN {from_retry}
 FOR UPDATE;
 
 -- name: reopen_job_update
-UPDATE conveyor_jobs
+UPDATE conveyor_jobs FORCE INDEX (PRIMARY)
 SET status = 'pending', attempts = 0, run_at = {now}, result = NULL, finished_at = NULL,
     claim_id = NULL, claimed_at = NULL, worker = NULL, heartbeat_at = NULL,
     lease_expires_at = NULL, updated_at = {now}
@@ -25,7 +25,7 @@ WHERE id = :id AND status IN {from_retry_within_attempts} AND attempts < max_att
 FOR UPDATE;
 
 -- name: reopen_job_within_attempts_update
-UPDATE conveyor_jobs
+UPDATE conveyor_jobs FORCE INDEX (PRIMARY)
 SET status = 'pending', run_at = {now}, result = NULL, finished_at = NULL,
     claim_id = NULL, claimed_at = NULL, worker = NULL, heartbeat_at = NULL,
     lease_expires_at = NULL, updated_at = {now}
@@ -37,7 +37,7 @@ WHERE id = :id AND status IN {from_cancel}
 FOR UPDATE;
 
 -- name: cancel_job_update
-UPDATE conveyor_jobs
+UPDATE conveyor_jobs FORCE INDEX (PRIMARY)
 SET status = 'cancelled', finished_at = {now}, lease_expires_at = NULL, updated_at = {now}
 WHERE id IN :locked AND status IN {from_cancel};
 
@@ -50,7 +50,7 @@ WHERE queue = :queue AND `key` = :key
 FOR UPDATE;
 
 -- name: complete_by_key_update
-UPDATE conveyor_jobs
+UPDATE conveyor_jobs FORCE INDEX (PRIMARY)
 SET status = 'completed', result = :result, error = NULL, error_kind = NULL,
     finished_at = {now}, lease_expires_at = NULL, updated_at = {now}
 WHERE id IN :locked

@@ -29,8 +29,11 @@ WHERE id = :id AND status IN {from_claim_job} AND waiting_for = 0
 FOR UPDATE;
 
 -- name: claim_update
--- What every claim does to the jobs it took.
-UPDATE conveyor_jobs
+-- What every claim does to the jobs it took. Every UPDATE of jobs named by id goes by
+-- the primary key (FORCE INDEX): left to choose, MariaDB takes the range of the status
+-- index, which it must then change under itself (buffering the rows first), or, where
+-- the queue is not named, the whole of a status (every running job, for a heartbeat).
+UPDATE conveyor_jobs FORCE INDEX (PRIMARY)
 SET status = 'running',
     attempts = attempts + 1,
     claim_id = :claim_id,
@@ -68,7 +71,7 @@ WHERE claim_id = :claim_id AND status IN {from_ack}
 FOR UPDATE;
 
 -- name: ack_claim_update
-UPDATE conveyor_jobs
+UPDATE conveyor_jobs FORCE INDEX (PRIMARY)
 SET status = 'completed', error = NULL, error_kind = NULL, finished_at = {now},
     lease_expires_at = NULL, updated_at = {now}
 WHERE id IN :locked AND status IN {from_ack};
@@ -95,7 +98,7 @@ FOR UPDATE;
 
 -- name: release_update
 -- Back to pending, the claim forgotten (release_claim, release_job, reset_claims).
-UPDATE conveyor_jobs
+UPDATE conveyor_jobs FORCE INDEX (PRIMARY)
 SET status = 'pending', claim_id = NULL, claimed_at = NULL, worker = NULL,
     heartbeat_at = NULL, lease_expires_at = NULL, updated_at = {now}
 WHERE id IN :locked AND status IN {from_release};

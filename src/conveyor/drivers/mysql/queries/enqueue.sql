@@ -73,7 +73,7 @@ WHERE id IN (SELECT id FROM JSON_TABLE(:ids, '$[*]' COLUMNS (id BIGINT PATH '$')
 FOR UPDATE;
 
 -- name: mark_dependencies_update
-UPDATE conveyor_jobs SET has_dependents = TRUE WHERE id IN :locked;
+UPDATE conveyor_jobs FORCE INDEX (PRIMARY) SET has_dependents = TRUE WHERE id IN :locked;
 
 -- name: insert_dependencies
 INSERT INTO conveyor_dependencies (job_id, depends_on, run_on_failure)
@@ -87,7 +87,7 @@ WHERE id = :id AND status IN {from_cancel_for_dependency}
 FOR UPDATE;
 
 -- name: cancel_for_dependency_update
-UPDATE conveyor_jobs
+UPDATE conveyor_jobs FORCE INDEX (PRIMARY)
 SET status = 'cancelled', error = :error, error_kind = 'terminal', finished_at = {now},
     updated_at = {now}
 WHERE id IN :locked AND status IN {from_cancel_for_dependency};

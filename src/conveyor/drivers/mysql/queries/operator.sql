@@ -25,7 +25,7 @@ ORDER BY id
 FOR UPDATE;
 
 -- name: cancel_by_key_update
-UPDATE conveyor_jobs
+UPDATE conveyor_jobs FORCE INDEX (PRIMARY)
 SET status = 'cancelled', finished_at = {now}, lease_expires_at = NULL, updated_at = {now}
 WHERE id IN :locked AND status IN {from_cancel_by_key};
 
@@ -39,7 +39,7 @@ FOR UPDATE;
 -- name: fail_by_key_update
 -- The error joins the job's history (written first: MySQL assigns from left to right);
 -- a running job keeps its claim id, so its worker's later writes are refused.
-UPDATE conveyor_jobs
+UPDATE conveyor_jobs FORCE INDEX (PRIMARY)
 SET errors = JSON_ARRAY_APPEND({errors_kept}, '$', JSON_OBJECT(
         'attempt', attempts, 'error', right(:error, 4000), 'kind', 'terminal',
         'at', {now}, 'worker', worker)),
@@ -55,7 +55,7 @@ WHERE id = :id AND status IN {from_run_now}
 FOR UPDATE;
 
 -- name: run_now_update
-UPDATE conveyor_jobs
+UPDATE conveyor_jobs FORCE INDEX (PRIMARY)
 SET run_at = LEAST(run_at, {now}), updated_at = {now}
 WHERE id IN :locked AND status IN {from_run_now};
 
@@ -75,7 +75,7 @@ LIMIT :limit
 FOR UPDATE SKIP LOCKED;
 
 -- name: run_now_jobs_update
-UPDATE conveyor_jobs
+UPDATE conveyor_jobs FORCE INDEX (PRIMARY)
 SET run_at = {now}, updated_at = {now}
 WHERE id IN :locked AND status IN {from_run_now};
 
@@ -86,7 +86,8 @@ WHERE id = :id AND status IN {from_delete}
 FOR UPDATE;
 
 -- name: delete_job_delete
-DELETE FROM conveyor_jobs WHERE id IN :locked AND status IN {from_delete};
+DELETE j FROM conveyor_jobs AS j FORCE INDEX (PRIMARY)
+WHERE j.id IN :locked AND j.status IN {from_delete};
 
 -- name: list_deferred
 -- Pending jobs not yet due: scheduled (never tried) or waiting to retry (an attempt

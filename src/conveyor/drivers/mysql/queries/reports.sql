@@ -75,7 +75,7 @@ WHERE j.id IN :locked AND j.status IN {from_snooze};
 
 -- name: heartbeat_update
 -- A null :extend_s keeps each claim's lease.
-UPDATE conveyor_jobs
+UPDATE conveyor_jobs FORCE INDEX (PRIMARY)
 SET heartbeat_at = {now},
     lease_expires_at = {now} + INTERVAL coalesce(:extend_s, lease_seconds) SECOND,
     updated_at = {now}
@@ -89,7 +89,7 @@ FOR UPDATE;
 -- name: progress_job_update
 -- Absolute values, so a replayed call changes nothing; null leaves a field as it was.
 -- Reporting progress also renews the lease.
-UPDATE conveyor_jobs
+UPDATE conveyor_jobs FORCE INDEX (PRIMARY)
 SET progress_total = coalesce(:total, progress_total),
     progress_completed = coalesce(:completed, progress_completed),
     progress_failed = coalesce(:failed, progress_failed),
