@@ -174,8 +174,10 @@ def test_json_is_kept_as_sent(my_url: str, client: str) -> None:
 def test_times_read_back_as_the_server_stores_them(my_url: str, client: str) -> None:
     """The queue reads DATETIME(6) with a parser of its own: every time of a job is the
     server's value, in UTC, at the millisecond the other databases keep, whether or not
-    the instant has a fraction, sync and async alike, through either client library."""
-    with conveyor.connect(_through(my_url, client)) as q:
+    the instant has a fraction, sync and async alike, through either client library (the
+    async backend, always on aiomysql, takes the same URL)."""
+    url = _through(my_url, client)
+    with conveyor.connect(url) as q:
         job = q.enqueue("t", {}, run_at=datetime(2026, 3, 4, 5, 6, 7, tzinfo=timezone.utc))
         exact = q.enqueue("t", {}, run_at=datetime(2026, 3, 4, 5, 6, 7, 891234, timezone.utc))
         claim = q.claim(limit=1, lease=60)
@@ -204,7 +206,7 @@ def test_times_read_back_as_the_server_stores_them(my_url: str, client: str) -> 
         )
 
     async def read_async() -> datetime | None:
-        async with await conveyor.aio.connect(my_url) as aq:
+        async with await conveyor.aio.connect(url) as aq:
             got = await aq.get(exact.id)
             return None if got is None else got.run_at
 
