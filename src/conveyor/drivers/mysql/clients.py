@@ -36,19 +36,23 @@ class Client:
     gone: tuple[type[Exception], ...]
     # Column readers by field type: the library's own, with conveyor's for DATETIME.
     conversions: dict[Any, Any]
+    # How a connection of the library writes a value as an SQL literal, as text.
+    escape: Callable[[Any], Callable[[Any], str]]
 
-    def escape(self, conn: Any) -> Callable[[Any], str]:
-        """How ``conn`` writes a value as an SQL literal, as text."""
-        if self.name == PYMYSQL:
-            escape: Callable[[Any], str] = conn.escape
-            return escape
-        encoding = getattr(conn, "encoding", None) or "utf-8"
 
-        def literal(value: Any) -> str:
-            text = conn.literal(value)
-            return text.decode(encoding) if isinstance(text, bytes) else str(text)
+def _pymysql_escape(conn: Any) -> Callable[[Any], str]:
+    escape: Callable[[Any], str] = conn.escape
+    return escape
 
-        return literal
+
+def mysqlclient_escape(conn: Any) -> Callable[[Any], str]:
+    encoding = getattr(conn, "encoding", None) or "utf-8"
+
+    def literal(value: Any) -> str:
+        text = conn.literal(value)
+        return text.decode(encoding) if isinstance(text, bytes) else str(text)
+
+    return literal
 
 
 def client(name: str) -> Client:
@@ -61,6 +65,7 @@ def client(name: str) -> Client:
             pymysql.Error,
             (pymysql.err.OperationalError, pymysql.err.InterfaceError),
             PYMYSQL_CONVERSIONS,
+            _pymysql_escape,
         )
     if name != MYSQLCLIENT:
         raise ConfigurationError(f"client: expected one of {', '.join(CLIENTS)}, got {name!r}")
@@ -85,4 +90,5 @@ def client(name: str) -> Client:
             FIELD_TYPE.DATETIME: datetime_column,
             FIELD_TYPE.TIMESTAMP: datetime_column,
         },
+        mysqlclient_escape,
     )

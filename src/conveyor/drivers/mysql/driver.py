@@ -12,6 +12,7 @@ announces a change when they differ."""
 
 from __future__ import annotations
 
+import importlib
 import logging
 import queue
 import sys
@@ -25,7 +26,7 @@ import pymysql
 import pymysql.cursors
 
 from conveyor.drivers.base import Driver, Session
-from conveyor.drivers.mysql.clients import MYSQLCLIENT, PYMYSQL
+from conveyor.drivers.mysql.clients import PYMYSQL, mysqlclient_escape
 from conveyor.drivers.mysql.clients import client as mysql_client
 from conveyor.drivers.mysql.dialect import (
     MySQLValues,
@@ -95,8 +96,8 @@ def _caller_cursor(conn: Any) -> tuple[Any, Callable[[Any], str]]:
     mysqldb = sys.modules.get("MySQLdb")
     connection = getattr(mysqldb, "connections", None)
     if connection is not None and isinstance(conn, connection.Connection):
-        mysqlclient = mysql_client(MYSQLCLIENT)
-        return conn.cursor(mysqlclient.dict_cursor), mysqlclient.escape(conn)
+        cursors = importlib.import_module("MySQLdb.cursors")
+        return conn.cursor(cursors.DictCursor), mysqlclient_escape(conn)
     raise InvalidArgument(
         "conn: expected a PyMySQL or mysqlclient (MySQLdb) connection for a MySQL queue, "
         f"got {type(conn).__name__}"

@@ -238,7 +238,8 @@ def guarded(
     # Whole rows only when the caller gets jobs: PyMySQL reads each column in Python,
     # and a full row costs about ten times the three columns an ending needs.
     read_back = "jobs_locked" if columns is None else "jobs_locked_brief"
-    from_lock = columns is not None and to is not None and set(columns) <= set(_ID_QUEUE_STATUS)
+    if to is not None and not set(columns or ()) <= set(_ID_QUEUE_STATUS):
+        raise ValueError(f"{update}: to= needs columns drawn from {_ID_QUEUE_STATUS}")
 
     def handler(session: HandlerSession, params: Mapping[str, Any]) -> Steps:
         locked: list[Row] = yield Rows(lock, params)
@@ -247,7 +248,7 @@ def guarded(
         ids = tuple(row["id"] for row in locked)
         changed: int = yield Change(update, {**params, "locked": ids})
         rows: list[Row]
-        if from_lock and changed == len(ids):
+        if to is not None and changed == len(ids):
             rows = [{**row, "status": to or row["status"]} for row in locked]
         else:
             rows = yield Rows(read_back, {"locked": ids})
