@@ -7,8 +7,11 @@ previous batch's endings (``complete_job_ids``), the claim of the next batch
 returning, until the backlog is drained. It runs on conveyor's table as a migrated
 database has it, and on scratch copies:
 
-- with parts taken away (the count trigger, the two status indexes, every index no claim
-  or ending reads), so the difference is what each part costs the lock per job;
+- with parts taken away (the count trigger, the dependency trigger, the two status
+  indexes, every index no claim or ending reads), so the difference is what each part
+  costs the lock per job;
+- with the claim returning only the ids it took, the rows read after the commit (timed
+  apart: that read holds no write lock, but it is work the claim's RETURNING did);
 - with the count trigger changed: one that only appends a row per change of status (to
   be folded later), and the trigger as it is with a WHEN that skips the rows of a claim
   and of an ending;
@@ -100,6 +103,8 @@ class Variant:
     history: bool = False
     trigger: tuple[str, ...] = ()  # statements that make a count trigger of its own
     skipping: bool = False  # the count trigger's WHEN skips the claim's and ending's rows
+    drop_dependency_trigger: bool = False  # run per row too (its WHEN: has_dependents)
+    ids_only: bool = False  # the claim returns ids; its rows are read after the commit
 
 
 VARIANTS: dict[str, Variant] = {
@@ -107,7 +112,13 @@ VARIANTS: dict[str, Variant] = {
     "without the count trigger": Variant(drop_trigger=True),
     "count trigger appending a row per change": Variant(drop_trigger=True, trigger=_APPENDING),
     "count trigger skipping the claim's and ending's rows": Variant(skipping=True),
+    "without the dependency trigger": Variant(drop_dependency_trigger=True),
+    "without both triggers": Variant(drop_trigger=True, drop_dependency_trigger=True),
     "without the two status indexes": Variant(drop=_STATUS),
+    "claim returning ids, rows read after the commit": Variant(ids_only=True),
+    "without both triggers and the two status indexes, ids": Variant(
+        drop_trigger=True, drop=_STATUS, drop_dependency_trigger=True, ids_only=True
+    ),
     "without the trigger and the indexes no claim reads": Variant(True, _UNREAD),
     "without the list indexes": Variant(drop=_LISTS),
     "history table, jobs table as it is": Variant(history=True),
@@ -148,16 +159,22 @@ def _move_to_history(conn: sqlite3.Connection) -> tuple[str, str]:
     return insert, delete
 
 
-def _held_per_job(path: Path, jobs: int, batch: int, variant: Variant) -> tuple[float, float]:
+def _held_per_job(
+    path: Path, jobs: int, batch: int, variant: Variant
+) -> tuple[float, float, float]:
     """µs of write lock per job to drain ``jobs`` in batches of ``batch``: the time
-    held, and the CPU time of this thread while holding it (SQLite's work, without the
-    waits for the disk and for the processor that make the time held vary)."""
+    held, the CPU time of this thread while holding it (SQLite's work, without the
+    waits for the disk and for the processor that make the time held vary), and the
+    time spent after the commit reading the claimed rows (``ids_only``)."""
     for suffix in ("", "-wal", "-shm"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
     with conveyor.connect(f"sqlite:///{path}") as q:
         enqueue_bulk(q, jobs, queue="bench")
         statements = q.driver._queries  # type: ignore[attr-defined]
         claim_sql = statements.text("claim_jobs", {})
+        if variant.ids_only:
+            assert claim_sql.rstrip().endswith("RETURNING *")
+            claim_sql = claim_sql.rstrip().removesuffix("RETURNING *") + "RETURNING id"
         done_sql = statements.text("complete_job_ids", {})
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA synchronous = FULL")
@@ -169,12 +186,15 @@ def _held_per_job(path: Path, jobs: int, batch: int, variant: Variant) -> tuple[
         if variant.skipping:
             assert _SKIPPING[0] in trigger
             conn.execute(trigger.replace(*_SKIPPING))
+    if variant.drop_dependency_trigger:
+        conn.execute("DROP TRIGGER conveyor_dependency_met")
     for index in variant.drop:
         conn.execute(f"DROP INDEX {index}")
     for statement in variant.trigger:
         conn.execute(statement)
     move = _move_to_history(conn) if variant.history else None
-    held = cpu = 0
+    held = cpu = after = 0
+    read = "SELECT * FROM conveyor_jobs WHERE id IN (SELECT value FROM json_each(?))"
     previous: list[tuple[int, str]] = []
     while True:
         started, started_cpu = time.perf_counter_ns(), time.thread_time_ns()
@@ -193,6 +213,10 @@ def _held_per_job(path: Path, jobs: int, batch: int, variant: Variant) -> tuple[
         conn.execute("COMMIT")
         held += time.perf_counter_ns() - started
         cpu += time.thread_time_ns() - started_cpu
+        if variant.ids_only and rows:
+            started = time.perf_counter_ns()
+            rows = conn.execute(read, (json.dumps([row[0] for row in rows]),)).fetchall()
+            after += time.perf_counter_ns() - started
         if not rows:
             break
         previous = [(row[0], claim_id) for row in rows]
@@ -200,7 +224,7 @@ def _held_per_job(path: Path, jobs: int, batch: int, variant: Variant) -> tuple[
     counted = not (variant.drop_trigger or variant.skipping)
     _check(conn, jobs, history=variant.history, counted=counted)
     conn.close()
-    return held / jobs / 1000, cpu / jobs / 1000
+    return held / jobs / 1000, cpu / jobs / 1000, after / jobs / 1000
 
 
 def _check(conn: sqlite3.Connection, jobs: int, *, history: bool, counted: bool) -> None:
@@ -226,18 +250,23 @@ def main() -> None:
     args = parser.parse_args()
     held: dict[str, list[float]] = {name: [] for name in VARIANTS}
     cpu: dict[str, list[float]] = {name: [] for name in VARIANTS}
+    later: dict[str, list[float]] = {name: [] for name in VARIANTS}
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "parts.db"
         for _ in range(args.runs):
             for name, variant in VARIANTS.items():
-                wall, used = _held_per_job(path, args.jobs, args.batch, variant)
+                wall, used, read = _held_per_job(path, args.jobs, args.batch, variant)
                 held[name].append(wall)
                 cpu[name].append(used)
-    print(f"write lock held per job, µs, then the CPU time used holding it: {args.jobs} jobs "
+                later[name].append(read)
+    print(f"write lock held per job, µs, then the CPU time used holding it (and for the "
+          f"claims returning ids, the rows' read after the commit): {args.jobs} jobs "
           f"in batches of {args.batch}, SQLite {sqlite3.sqlite_version}, synchronous=FULL; "
           f"median of {args.runs} interleaved runs (min-max)")  # fmt: skip
     for name in VARIANTS:
-        print(f"  {name:52s}{_figure(held, name)}{_figure(cpu, name)}")
+        read = statistics.median(later[name])
+        print(f"  {name:56s}{_figure(held, name)}{_figure(cpu, name)}"
+              + (f"  read after: {read:.1f}" if read else ""))  # fmt: skip
 
 
 def _figure(figures: dict[str, list[float]], name: str) -> str:

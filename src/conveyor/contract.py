@@ -68,6 +68,11 @@ class QueueAPI(ABC):
     @abstractmethod
     def _run(self, call: Call[T]) -> T: ...
 
+    def _insert_plain(self, task: Any, payload: Any, options: Mapping[str, Any]) -> Job | None:
+        """An enqueue whose options are among ``PLAIN_OPTIONS``, inserted without its
+        plan where the queue can (a database queue); None: run the plan."""
+        return None
+
     # -- the defaults, by their familiar names --------------------------------------
     @property
     def max_payload_bytes(self) -> int:
@@ -112,6 +117,10 @@ class QueueAPI(ABC):
         job commits with their work."""
         call = enqueue.enqueue  # the call reads the producer span's context: built inside it
         if tracing.hooks is None:
+            if options.keys() <= enqueue.PLAIN_OPTIONS:
+                inserted = self._insert_plain(task, payload, options)
+                if inserted is not None:
+                    return inserted
             return self._run(call(self.defaults, task, payload, **options))
         with tracing.hooks.sending("send", str(options.get("queue", "default")), 1) as span:
             job = self._run(call(self.defaults, task, payload, **options))

@@ -43,6 +43,45 @@ def test_enqueue_stores_every_field(q: conveyor.Queue) -> None:
     assert q.get(job.id) == job
 
 
+def test_an_enqueue_without_a_key_returns_the_job_as_stored(q: conveyor.Queue) -> None:
+    """Every option a keyless enqueue takes, answered as the database stored it."""
+    run_at = datetime.now(timezone.utc) + timedelta(minutes=5)
+    job = q.enqueue(
+        "books.sync", [1, {"a": None}], queue="sync", priority=3, run_at=run_at,
+        max_attempts=4, group="book-7",
+    )  # fmt: skip
+    assert (job.queue, job.priority, job.max_attempts, job.group) == ("sync", 3, 4, "book-7")
+    assert job.payload == [1, {"a": None}]
+    assert abs((job.run_at - run_at).total_seconds()) < 0.01
+    assert q.get(job.id) == job
+    bare = q.enqueue("books.sync")
+    assert bare.run_at == bare.created_at and bare.max_attempts == q.defaults.max_attempts
+    assert (bare.queue, bare.priority, bare.payload, bare.group) == ("default", 0, None, None)
+    assert q.get(bare.id) == bare
+
+
+def test_an_enqueue_that_meets_a_transaction_conflict_is_written_once(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A conflict (MySQL's deadlock or lock-wait time-out) rolled the INSERT back: the
+    enqueue runs again and the job is there once."""
+    q = conveyor.connect(db_url)
+    real = q.driver.write_once
+    calls: list[object] = []
+
+    def conflicting(*args: object, **kwargs: object) -> object:
+        calls.append(args[0])
+        if len(calls) == 1:
+            raise conveyor.TransactionConflict("MySQL broke a deadlock by rolling back")
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(q.driver, "write_once", conflicting)
+    job = q.enqueue("books.sync", {"n": 1}, queue="sync")
+    assert len(calls) == 2 and calls[0] == calls[1]  # the same INSERT, twice
+    assert [j.id for j in q.jobs(queue="sync")] == [job.id]
+    q.close()
+
+
 def test_payloads_round_trip_any_json(q: conveyor.Queue) -> None:
     for payload in [
         None,

@@ -68,6 +68,13 @@ class AsyncQueueAPI(ABC):
     @abstractmethod
     async def _run(self, call: Call[T]) -> T: ...
 
+    async def _insert_plain(
+        self, task: Any, payload: Any, options: Mapping[str, Any]
+    ) -> Job | None:
+        """An enqueue whose options are among ``PLAIN_OPTIONS``, inserted without its
+        plan where the queue can (a database queue); None: run the plan."""
+        return None
+
     @property
     def max_payload_bytes(self) -> int:
         return self.defaults.max_payload_bytes
@@ -111,6 +118,10 @@ class AsyncQueueAPI(ABC):
         job commits with their work."""
         call = enqueue.enqueue
         if tracing.hooks is None:
+            if options.keys() <= enqueue.PLAIN_OPTIONS:
+                inserted = await self._insert_plain(task, payload, options)
+                if inserted is not None:
+                    return inserted
             return await self._run(call(self.defaults, task, payload, **options))
         with tracing.hooks.sending("send", str(options.get("queue", "default")), 1) as span:
             job = await self._run(call(self.defaults, task, payload, **options))

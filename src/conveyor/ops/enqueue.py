@@ -145,6 +145,22 @@ class NewJob:
         }
 
 
+# The options of an enqueue that is one INSERT committed on its own: no key to dedupe,
+# no subscriber, no dependencies, no caller's connection.
+PLAIN_OPTIONS = frozenset({"queue", "priority", "run_at", "max_attempts", "group"})
+
+
+def plain_job(d: Defaults, task: Any, payload: Any, options: Mapping[str, Any]) -> NewJob:
+    """The checked job of an enqueue whose ``options`` are among ``PLAIN_OPTIONS``: what
+    ``enqueue``'s plan would insert, for a caller that runs the INSERT itself
+    (``NewJob.insert``, then ``NewJob.inserted``) without building the plan around it."""
+    o = resolved(options)
+    return new_job(
+        d, task, payload, o["queue"], None, o["priority"], o["run_at"], o["max_attempts"],
+        o["group"],
+    )  # fmt: skip
+
+
 def enqueue(d: Defaults, task: Any, payload: Any, **options: Unpack[EnqueueOptions]) -> Call[Job]:
     """One job; ``options`` as ``conveyor.options.EnqueueOptions`` declares them (an
     unknown name is a ``TypeError``, as for any keyword argument)."""
