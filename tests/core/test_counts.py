@@ -60,6 +60,42 @@ def test_counts_follow_every_kind_of_change(q: conveyor.Queue) -> None:
     assert _kept(q) == _truth(q)
 
 
+def test_claims_and_completions_of_every_kind_keep_the_counts(q: conveyor.Queue) -> None:
+    """Every way a job is claimed (by queue, flow-controlled, by id) and completed (one,
+    many, acked with the next claim, reported with it, by key from each state): per
+    queue, task and status the counts equal the jobs (checked by the fixture), and each
+    completion is charted once."""
+    q.enqueue_many([{"task": t, "queue": "hot"} for t in ("a", "b", "c") for _ in range(6)])
+    first = q.claim("hot", limit=4)  # a claim of several tasks
+    q.complete_many([(j.id, first.id, None) for j in first.jobs[:2]])
+    q.complete(first.jobs[2].id, first.id)
+    second = q.claim("hot", limit=3, ack=first.id)  # the last of the first claim acked
+    assert second.acked == 1
+    third = q.claim("hot", limit=3, report=conveyor.Report(
+        completed=[(j.id, second.id, {"n": 1}) for j in second.jobs]))  # fmt: skip
+    assert set(third.reported.values()) == {Status.COMPLETED}
+    by_id = q.claim_job(q.enqueue("d", queue="hot").id)
+    q.complete(by_id.jobs[0].id, by_id.id)
+    q.set_limits("limited", max_running=2)  # the flow-controlled claim
+    q.enqueue_many([{"task": "e", "queue": "limited"} for _ in range(3)])
+    limited = q.claim("limited", limit=3)
+    assert len(limited.jobs) == 2
+    q.complete_many([(j.id, limited.id, None) for j in limited.jobs])
+    running = q.enqueue("f", queue="keys", key="k1")
+    q.claim("keys")
+    failed = q.enqueue("g", queue="keys", key="k3")
+    q.fail(failed.id, q.claim("keys").id, "x", retryable=False)
+    q.enqueue("f", queue="keys", key="k2")  # pending
+    assert q.complete_by_key("k1", queue="keys") == 1  # running
+    assert q.complete_by_key("k2", queue="keys") == 1  # pending
+    assert q.complete_by_key("k3", queue="keys", include_failed=True) == 1
+    assert q.get(running.id).status == Status.COMPLETED  # type: ignore[union-attr]
+    stats = q.stats()
+    charted = q.throughput(minutes=5)
+    assert sum(m.completed for m in charted) == stats.completed == 4 + 3 + 1 + 2 + 3
+    assert sum(m.failed for m in charted) == 1 and stats.failed == 0
+
+
 def test_remaining_leaves_out_scheduled_and_waiting_jobs(q: conveyor.Queue) -> None:
     later = datetime.now(timezone.utc) + timedelta(hours=1)
     q.enqueue_many([{"task": "t"} for _ in range(5)])
