@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -219,3 +220,46 @@ def test_async_mysql_that_refuses_the_login_is_a_database_error(db_url: str) -> 
         asyncio.run(scenario())
     assert not isinstance(raised.value, conveyor.DatabaseUnavailable)
     assert "cannot connect to MySQL" in str(raised.value) and "hunter2" not in str(raised.value)
+
+
+def test_an_enqueue_that_meets_a_transaction_conflict_is_written_once(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As for ``Queue``: a conflict (MySQL's deadlock or lock-wait time-out) rolled the
+    INSERT back, the enqueue runs again through its plan, and the job is there once."""
+    calls: list[object] = []
+
+    def first_conflicts(op: object) -> None:
+        calls.append(op)
+        if len(calls) == 1:
+            raise conveyor.TransactionConflict("MySQL broke a deadlock by rolling back")
+
+    async def scenario() -> tuple[conveyor.Job, list[conveyor.Job]]:
+        q = await conveyor.aio.connect(db_url)
+        if q._threaded is not None:  # SQLite: the synchronous queue, on a thread
+            driver, real = q._threaded.driver, q._threaded.driver.write_once
+
+            def sync_write(op: Any, **kwargs: Any) -> Any:
+                first_conflicts(op)
+                return real(op, **kwargs)
+
+            monkeypatch.setattr(driver, "write_once", sync_write)
+        else:
+            backend = q._backend
+            assert backend is not None
+            real_async = backend.write_once
+
+            async def async_write(op: Any, **kwargs: Any) -> Any:
+                first_conflicts(op)
+                return await real_async(op, **kwargs)
+
+            monkeypatch.setattr(backend, "write_once", async_write)
+        try:
+            job = await q.enqueue("books.sync", {"n": 1}, queue="sync")
+            return job, await q.jobs(queue="sync")
+        finally:
+            await q.close()
+
+    job, listed = asyncio.run(scenario())
+    assert len(calls) == 2 and calls[0] == calls[1]  # the same INSERT, twice
+    assert [j.id for j in listed] == [job.id]

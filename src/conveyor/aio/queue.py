@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from conveyor.aio.contract import AsyncQueueAPI
 from conveyor.drivers.aio import AsyncDriver, AsyncSession
 from conveyor.drivers.operations import Operation
 from conveyor.errors import ConveyorError, TransactionConflict
+from conveyor.job import Job
 from conveyor.ops import Announce, Call, Later, Once, Plan, settled
 from conveyor.ops.defaults import Defaults
+from conveyor.ops.enqueue import plain_job
 from conveyor.queue import NeedsWrite, Queue
 from conveyor.retry import CONFLICT_RETRIES, conflict_pause
 
@@ -52,6 +55,21 @@ class AsyncQueue(AsyncQueueAPI):
                     raise
                 await asyncio.sleep(conflict_pause(attempt))
                 attempt += 1
+
+    async def _insert_plain(
+        self, task: Any, payload: Any, options: Mapping[str, Any]
+    ) -> Job | None:
+        # As ``Queue._insert_plain``: the usual enqueue without the plan around it.
+        if self._threaded is not None:
+            return await asyncio.to_thread(self._threaded._insert_plain, task, payload, options)
+        backend = self._backend
+        assert backend is not None
+        job = plain_job(self.defaults, task, payload, options)
+        try:
+            rows = await backend.write_once(job.insert(backend), queues=(job.queue,))
+        except TransactionConflict:
+            return None  # nothing was written: the plan runs it again
+        return job.inserted(backend, rows[0])
 
     async def _run_once(self, call: Call[T]) -> T:
         backend = self._backend
