@@ -39,9 +39,11 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import conveyor
 from conveyor.cli.bench import enqueue_bulk
+from conveyor.drivers.sqlite.counting import count_moves
 
 _STATUS = ("conveyor_jobs_status", "conveyor_jobs_status_id")
 _UNREAD = (*_STATUS, "conveyor_jobs_task", "conveyor_jobs_queue_id", "conveyor_jobs_finished")
@@ -86,14 +88,33 @@ _APPENDING = (
         VALUES (NEW.queue, NEW.task, OLD.status, NEW.status, {_NOW});
     END""",
 )
-# The count trigger as it is, told by its WHEN to skip the rows of a claim and of an
-# ending (as it could if those statements wrote their counts themselves).
+# The count trigger since migration 0018 fires for statements that name `key` (claims and
+# completions write their counts themselves: conveyor.drivers.sqlite.counting); before
+# it, for every change of status, counting every row. And the same trigger with a WHEN
+# that skips the claim's and ending's rows.
+_EVERY_ROW = ("AFTER UPDATE OF key ON conveyor_jobs", "AFTER UPDATE OF status ON conveyor_jobs")
 _SKIPPING = (
     "WHEN OLD.status <> NEW.status",
     "WHEN OLD.status <> NEW.status"
     " AND NOT (OLD.status = 'pending' AND NEW.status = 'running')"
     " AND NOT (OLD.status = 'running' AND NEW.status = 'completed')",
 )
+
+
+class _Counts:
+    """What ``counting.count_moves`` needs of a session: the count statements by name."""
+
+    def __init__(self, conn: sqlite3.Connection, statements: Any) -> None:
+        self._conn, self._statements = conn, statements
+
+    def execute(self, name: str, params: dict[str, Any]) -> int:
+        return self._conn.execute(self._statements.text(name, params), params).rowcount
+
+
+def _queue_task(description: Any, rows: list[Any]) -> list[dict[str, Any]]:
+    names = [column[0] for column in description]
+    queue, task = names.index("queue"), names.index("task")
+    return [{"queue": row[queue], "task": row[task]} for row in rows]
 
 
 @dataclass(frozen=True)
@@ -103,12 +124,14 @@ class Variant:
     history: bool = False
     trigger: tuple[str, ...] = ()  # statements that make a count trigger of its own
     skipping: bool = False  # the count trigger's WHEN skips the claim's and ending's rows
+    every_row: bool = False  # the count trigger as before migration 0018 counts every row
     drop_dependency_trigger: bool = False  # run per row too (its WHEN: has_dependents)
     ids_only: bool = False  # the claim returns ids; its rows are read after the commit
 
 
 VARIANTS: dict[str, Variant] = {
     "as migrated": Variant(),
+    "count trigger counting every row (before migration 0018)": Variant(every_row=True),
     "without the count trigger": Variant(drop_trigger=True),
     "count trigger appending a row per change": Variant(drop_trigger=True, trigger=_APPENDING),
     "count trigger skipping the claim's and ending's rows": Variant(skipping=True),
@@ -174,18 +197,25 @@ def _held_per_job(
         claim_sql = statements.text("claim_jobs", {})
         if variant.ids_only:
             assert claim_sql.rstrip().endswith("RETURNING *")
-            claim_sql = claim_sql.rstrip().removesuffix("RETURNING *") + "RETURNING id"
+            claim_sql = claim_sql.rstrip().removesuffix("RETURNING *") + "RETURNING id, queue, task"
         done_sql = statements.text("complete_job_ids", {})
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA synchronous = FULL")
-    if variant.drop_trigger or variant.skipping:
+    if variant.drop_trigger or variant.skipping or variant.every_row:
         ((trigger,),) = conn.execute(
             "SELECT sql FROM sqlite_master WHERE name = 'conveyor_count_changed'"
         )
         conn.execute("DROP TRIGGER conveyor_count_changed")
+        assert _EVERY_ROW[0] in trigger
+        assert _SKIPPING[0] in trigger
         if variant.skipping:
-            assert _SKIPPING[0] in trigger
-            conn.execute(trigger.replace(*_SKIPPING))
+            conn.execute(trigger.replace(*_EVERY_ROW).replace(*_SKIPPING))
+        elif variant.every_row:
+            conn.execute(trigger.replace(*_EVERY_ROW))
+    # As the driver does since migration 0018: a claim's and an ending's counts written
+    # by a statement each (where a variant keeps the trigger as migrated).
+    counting = not (variant.drop_trigger or variant.skipping or variant.every_row)
+    counts = _Counts(conn, statements) if counting else None
     if variant.drop_dependency_trigger:
         conn.execute("DROP TRIGGER conveyor_dependency_met")
     for index in variant.drop:
@@ -202,14 +232,22 @@ def _held_per_job(
         if previous:
             items = json.dumps([{"id": i, "claim_id": c, "result": None} for i, c in previous])
             if move is None:
-                conn.execute(done_sql, {"items": items}).fetchall()
+                done = conn.execute(done_sql, {"items": items})
+                ended = done.fetchall()
+                if counts is not None:
+                    count_moves(counts, _queue_task(done.description, ended),  # type: ignore[arg-type]
+                                "running", "completed")  # fmt: skip
             else:
                 moved = [row[0] for row in conn.execute(move[0], {"items": items})]
                 conn.execute(move[1], {"ids": json.dumps(moved)})
         claim_id = uuid.uuid4().hex
         params = {"queue": "bench", "limit": batch, "claim_id": claim_id, "worker": "w",
                   "lease_s": 60}  # fmt: skip
-        rows = conn.execute(claim_sql, params).fetchall()
+        claimed = conn.execute(claim_sql, params)
+        rows = claimed.fetchall()
+        if counts is not None and rows:
+            count_moves(counts, _queue_task(claimed.description, rows),  # type: ignore[arg-type]
+                        "pending", "running")  # fmt: skip
         conn.execute("COMMIT")
         held += time.perf_counter_ns() - started
         cpu += time.thread_time_ns() - started_cpu
@@ -222,6 +260,8 @@ def _held_per_job(
         previous = [(row[0], claim_id) for row in rows]
     # (A trigger that skips the claim's and ending's rows leaves their counts behind.)
     counted = not (variant.drop_trigger or variant.skipping)
+    if variant.history and counts is not None:
+        counted = False  # the history table's endings count as they move, not as above
     _check(conn, jobs, history=variant.history, counted=counted)
     conn.close()
     return held / jobs / 1000, cpu / jobs / 1000, after / jobs / 1000

@@ -192,8 +192,10 @@ def test_the_lock_parts_drain_every_variant(
     assert len(lines) == 1 + len(lock_parts.VARIANTS)
     for line, name in zip(lines[1:], lock_parts.VARIANTS, strict=True):
         assert line.strip().startswith(name)
-        held, cpu = float(line.split()[-6]), float(line.split()[-3])
+        figures, _, after = line.partition("  read after: ")
+        held, cpu = float(figures.split()[-6]), float(figures.split()[-3])
         assert held > 0 and cpu > 0  # µs per job, measured
+        assert (float(after) > 0) if lock_parts.VARIANTS[name].ids_only else not after
 
 
 def test_the_row_decoding_benchmark_times_both_ways_on_sqlite(

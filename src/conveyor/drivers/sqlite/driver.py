@@ -23,11 +23,12 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from datetime import datetime, timezone
 from functools import lru_cache, partial
-from typing import Any
+from typing import Any, ClassVar
 
-from conveyor.drivers.base import Capabilities, Driver, Session
+from conveyor.drivers.base import Capabilities, Driver, Handler, Session
 from conveyor.drivers.operations import Operation
 from conveyor.drivers.sql import Statements, load_migrations, load_queries, split_statements
+from conveyor.drivers.sqlite.counting import HANDLERS
 from conveyor.drivers.sqlite.watch import (
     HOT_FOR,
     HOT_INTERVAL,
@@ -77,6 +78,9 @@ def _as_dicts(description: Any, rows: list[tuple[Any, ...]]) -> list[Row]:
 
 
 class _SQLiteSession(Session):
+    # Claims and endings write the counts their row trigger leaves out (counting.py).
+    handlers: ClassVar[Mapping[str, Handler]] = HANDLERS
+
     def __init__(self, cursor: sqlite3.Cursor, queries: Statements, path: str) -> None:
         super().__init__()
         self._path = path
@@ -275,6 +279,12 @@ class SQLiteDriver(Driver):
         # takes the write lock (waiting up to the busy timeout) before it reads: what
         # BEGIN IMMEDIATE ... COMMIT does, in one call instead of three.
         # Written out rather than through a session: this is every enqueue's path.
+        if op.op in HANDLERS:  # a claim or an ending: its counts in the same transaction
+            with self.session() as session:
+                rows = session.run(op)
+                if rows:
+                    session.notify(queues=queues, finished=finished)
+            return rows
         with self._lock:
             try:  # a closed connection fails here too, as ProgrammingError
                 cur = self._conn.execute(self._queries[op.op], op.params())

@@ -3,7 +3,8 @@
 -- name: reopen_job
 -- An explicit retry: a final job becomes pending again with a fresh set of attempts.
 UPDATE conveyor_jobs
-SET status = 'pending', attempts = 0, run_at = {now}, result = NULL, finished_at = NULL,
+SET key = conveyor_jobs.key,  -- fires the count trigger (migration 0018)
+    status = 'pending', attempts = 0, run_at = {now}, result = NULL, finished_at = NULL,
     claim_id = NULL, claimed_at = NULL, worker = NULL, heartbeat_at = NULL,
     lease_expires_at = NULL, updated_at = {now}
 WHERE id = :id AND status IN {from_retry}
@@ -13,7 +14,8 @@ RETURNING *;
 -- A retry that keeps the attempts spent: only a failed or cancelled job that has
 -- attempts left becomes pending again.
 UPDATE conveyor_jobs
-SET status = 'pending', run_at = {now}, result = NULL, finished_at = NULL,
+SET key = conveyor_jobs.key,  -- fires the count trigger (migration 0018)
+    status = 'pending', run_at = {now}, result = NULL, finished_at = NULL,
     claim_id = NULL, claimed_at = NULL, worker = NULL, heartbeat_at = NULL,
     lease_expires_at = NULL, updated_at = {now}
 WHERE id = :id AND status IN {from_retry_within_attempts} AND attempts < max_attempts
@@ -21,7 +23,8 @@ RETURNING *;
 
 -- name: cancel_job
 UPDATE conveyor_jobs
-SET status = 'cancelled', finished_at = {now}, lease_expires_at = NULL, updated_at = {now}
+SET key = conveyor_jobs.key,  -- fires the count trigger (migration 0018)
+    status = 'cancelled', finished_at = {now}, lease_expires_at = NULL, updated_at = {now}
 WHERE id = :id AND status IN {from_cancel}
 RETURNING *;
 
@@ -29,7 +32,8 @@ RETURNING *;
 -- :statuses: the states a job may be completed from (active ones; failed ones too
 -- when the caller reconciles work done elsewhere).
 UPDATE conveyor_jobs
-SET status = 'completed', result = :result, error = NULL, error_kind = NULL,
+SET key = conveyor_jobs.key,  -- fires the count trigger (migration 0018)
+    status = 'completed', result = :result, error = NULL, error_kind = NULL,
     finished_at = {now}, lease_expires_at = NULL, updated_at = {now}
 WHERE queue = :queue AND key = :key
   AND status IN (SELECT value FROM json_each(:statuses))
@@ -39,7 +43,8 @@ RETURNING id, queue;
 -- Every active job with the key: a running one keeps its claim id, so its worker's
 -- later writes are refused.
 UPDATE conveyor_jobs
-SET status = 'cancelled', finished_at = {now}, lease_expires_at = NULL, updated_at = {now}
+SET key = conveyor_jobs.key,  -- fires the count trigger (migration 0018)
+    status = 'cancelled', finished_at = {now}, lease_expires_at = NULL, updated_at = {now}
 WHERE queue = :queue AND key = :key AND status IN {from_cancel_by_key}
 RETURNING id, queue;
 
@@ -48,7 +53,8 @@ RETURNING id, queue;
 -- The error joins the job's history; a running job keeps its claim id, so its
 -- worker's later writes are refused.
 UPDATE conveyor_jobs
-SET status = 'failed', error = :error, error_kind = 'terminal',
+SET key = conveyor_jobs.key,  -- fires the count trigger (migration 0018)
+    status = 'failed', error = :error, error_kind = 'terminal',
     errors = json_insert({errors_kept}, '$[#]', json_object(
         'attempt', attempts, 'error', substr(:error, -4000), 'kind', 'terminal',
         'at', {now}, 'worker', worker)),

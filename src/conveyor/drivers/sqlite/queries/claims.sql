@@ -81,11 +81,12 @@ UPDATE conveyor_jobs
 SET status = 'completed', error = NULL, error_kind = NULL, finished_at = {now},
     lease_expires_at = NULL, updated_at = {now}
 WHERE claim_id = :claim_id AND status IN {from_ack}
-RETURNING id, queue;
+RETURNING id, queue, task;
 
 -- name: release_claim
 UPDATE conveyor_jobs
-SET status = 'pending', claim_id = NULL, claimed_at = NULL, worker = NULL,
+SET key = conveyor_jobs.key,  -- fires the count trigger (migration 0018)
+    status = 'pending', claim_id = NULL, claimed_at = NULL, worker = NULL,
     heartbeat_at = NULL, lease_expires_at = NULL, updated_at = {now}
 WHERE claim_id = :claim_id AND status IN {from_release}
   AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
@@ -93,14 +94,16 @@ RETURNING id, queue;
 
 -- name: release_job
 UPDATE conveyor_jobs
-SET status = 'pending', claim_id = NULL, claimed_at = NULL, worker = NULL,
+SET key = conveyor_jobs.key,  -- fires the count trigger (migration 0018)
+    status = 'pending', claim_id = NULL, claimed_at = NULL, worker = NULL,
     heartbeat_at = NULL, lease_expires_at = NULL, updated_at = {now}
 WHERE id = :id AND status IN {from_release_job}
 RETURNING *;
 
 -- name: reset_claims
 UPDATE conveyor_jobs
-SET status = 'pending', claim_id = NULL, claimed_at = NULL, worker = NULL,
+SET key = conveyor_jobs.key,  -- fires the count trigger (migration 0018)
+    status = 'pending', claim_id = NULL, claimed_at = NULL, worker = NULL,
     heartbeat_at = NULL, lease_expires_at = NULL, updated_at = {now}
 WHERE status IN {from_reset_claims} AND claimed_at <= {now} - :older_than_s
   AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
@@ -124,7 +127,8 @@ LIMIT :limit;
 -- pending when "again", else failed for good. Guarded: the same claim, still expired.
 -- The checkpoint is kept for resume; the attempt's error joins the job's history.
 UPDATE conveyor_jobs
-SET status = CASE WHEN item.again THEN 'pending' ELSE 'failed' END,
+SET key = conveyor_jobs.key,  -- fires the count trigger (migration 0018)
+    status = CASE WHEN item.again THEN 'pending' ELSE 'failed' END,
     finished_at = CASE WHEN item.again THEN NULL ELSE {now} END,
     error = item.error,
     error_kind = 'retryable',

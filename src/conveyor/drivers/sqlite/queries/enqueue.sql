@@ -76,7 +76,8 @@ SELECT :job_id, value, :run_on_failure FROM json_each(:ids);
 -- name: cancel_for_dependency
 -- A new job whose dependency already failed or was cancelled: it will never run.
 UPDATE conveyor_jobs
-SET status = 'cancelled', error = :error, error_kind = 'terminal', finished_at = {now},
+SET key = conveyor_jobs.key,  -- fires the count trigger (migration 0018)
+    status = 'cancelled', error = :error, error_kind = 'terminal', finished_at = {now},
     updated_at = {now}
 WHERE id = :id AND status IN {from_cancel_for_dependency}
 RETURNING *;

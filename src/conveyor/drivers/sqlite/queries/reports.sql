@@ -41,14 +41,15 @@ FROM (SELECT value ->> '$.id' AS id,
 WHERE conveyor_jobs.id = item.id
   AND conveyor_jobs.claim_id = item.claim_id
   AND +conveyor_jobs.status IN {from_complete}
-RETURNING conveyor_jobs.id, conveyor_jobs.queue, conveyor_jobs.status;
+RETURNING conveyor_jobs.id, conveyor_jobs.queue, conveyor_jobs.status, conveyor_jobs.task;
 
 -- name: fail_jobs
 -- :items is a JSON array of {"id", "claim_id", "attempts", "again", "error",
 -- "error_kind", "delay_s"}: back to pending after the delay when "again", else failed
 -- for good (decided above, from the attempts read: the guard checks they still hold).
 UPDATE conveyor_jobs
-SET status = CASE WHEN item.again THEN 'pending' ELSE 'failed' END,
+SET key = conveyor_jobs.key,  -- fires the count trigger (migration 0018)
+    status = CASE WHEN item.again THEN 'pending' ELSE 'failed' END,
     run_at = CASE WHEN item.again THEN {now} + item.delay_s ELSE conveyor_jobs.run_at END,
     finished_at = CASE WHEN item.again THEN NULL ELSE {now} END,
     claim_id = CASE WHEN item.again THEN NULL ELSE conveyor_jobs.claim_id END,
@@ -82,7 +83,8 @@ RETURNING *;
 -- keeps a run_at already past: the job is due at once either way, and its run_at still
 -- says when it first was (a schedule's slot, say).
 UPDATE conveyor_jobs
-SET status = 'pending',
+SET key = conveyor_jobs.key,  -- fires the count trigger (migration 0018)
+    status = 'pending',
     attempts = max(conveyor_jobs.attempts - 1, 0),
     run_at = CASE WHEN item.delay_s > 0 THEN {now} + item.delay_s
                   ELSE min(conveyor_jobs.run_at, {now}) END,
@@ -139,3 +141,22 @@ SET progress_total = coalesce(:total, progress_total),
     updated_at = {now}
 WHERE id = :id AND claim_id = :claim_id AND status IN {from_heartbeat}
 RETURNING *;
+
+-- name: count_moves
+-- The counts of a claim, or of an ending that completed running jobs, which the row
+-- trigger leaves to them since migration 0018 (counting.py): :moves is a JSON array of
+-- [queue, status, task, change]. On a database one migration behind, whose trigger
+-- counted them already, nothing is written (the migration's row, read in the same
+-- transaction, says which).
+INSERT INTO conveyor_counts (queue, status, task, n)
+SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3 FROM json_each(:moves)
+WHERE EXISTS (SELECT 1 FROM conveyor_migrations WHERE version = 18)
+ON CONFLICT (queue, status, task) DO UPDATE SET n = n + excluded.n;
+
+-- name: count_completions
+-- The same for the throughput chart: :completed is a JSON array of [queue, jobs].
+INSERT INTO conveyor_throughput (minute, queue, completed, failed)
+SELECT CAST({now} / 60 AS INTEGER) * 60, value ->> 0, value ->> 1, 0
+FROM json_each(:completed)
+WHERE EXISTS (SELECT 1 FROM conveyor_migrations WHERE version = 18)
+ON CONFLICT (minute, queue) DO UPDATE SET completed = completed + excluded.completed;

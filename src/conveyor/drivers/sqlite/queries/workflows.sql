@@ -74,7 +74,8 @@ WHERE j.workflow_id = :workflow_id;
 
 -- name: cancel_workflow
 UPDATE conveyor_jobs
-SET status = 'cancelled', finished_at = {now}, lease_expires_at = NULL, updated_at = {now}
+SET key = conveyor_jobs.key,  -- fires the count trigger (migration 0018)
+    status = 'cancelled', finished_at = {now}, lease_expires_at = NULL, updated_at = {now}
 WHERE workflow_id = :workflow_id AND status IN {from_cancel}
 RETURNING id, queue;
 
@@ -85,7 +86,8 @@ WHERE job_id IN (SELECT value FROM json_each(:ids));
 
 -- name: reopen_jobs
 UPDATE conveyor_jobs
-SET status = 'pending', attempts = 0, run_at = {now}, result = NULL, finished_at = NULL,
+SET key = conveyor_jobs.key,  -- fires the count trigger (migration 0018)
+    status = 'pending', attempts = 0, run_at = {now}, result = NULL, finished_at = NULL,
     claim_id = NULL, claimed_at = NULL, worker = NULL, heartbeat_at = NULL,
     lease_expires_at = NULL, updated_at = {now}
 WHERE id IN (SELECT value FROM json_each(:ids)) AND status IN {from_retry}
