@@ -19,17 +19,14 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Mapping
 
-from conveyor.drivers.base import Session
+from conveyor.drivers.base import Handler, Session
 from conveyor.drivers.operations import Operation
 from conveyor.drivers.values import Row
 from conveyor.job import Status
 
 _PENDING, _RUNNING, _COMPLETED = Status.PENDING.value, Status.RUNNING.value, Status.COMPLETED.value
-
-Handler = Callable[[Session, Any], list[Row]]
 
 
 def count_moves(session: Session, rows: list[Row], was: str, now: str) -> None:
@@ -40,7 +37,9 @@ def count_moves(session: Session, rows: list[Row], was: str, now: str) -> None:
              for state, sign in ((was, -1), (now, 1))]  # fmt: skip
     session.execute("count_moves", {"moves": json.dumps(moves)})
     if now == _COMPLETED:
-        done = Counter(row["queue"] for row in rows)
+        done: Counter[str] = Counter()
+        for (queue, _task), n in jobs.items():
+            done[queue] += n
         session.execute("count_completions", {"completed": json.dumps(list(done.items()))})
 
 

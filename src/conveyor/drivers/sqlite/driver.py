@@ -279,7 +279,7 @@ class SQLiteDriver(Driver):
         # takes the write lock (waiting up to the busy timeout) before it reads: what
         # BEGIN IMMEDIATE ... COMMIT does, in one call instead of three.
         # Written out rather than through a session: this is every enqueue's path.
-        if op.op in HANDLERS:  # a claim or an ending: its counts in the same transaction
+        if op.op in _SQLiteSession.handlers:  # several statements: one transaction
             with self.session() as session:
                 rows = session.run(op)
                 if rows:
