@@ -90,6 +90,22 @@ def test_an_insert_answers_the_new_id_and_what_the_database_decided(driver: Driv
     assert driver.decode_time(row["run_at"]) is not None
 
 
+def test_a_bulk_insert_answers_each_new_id_in_the_order_of_its_rows(driver: Driver) -> None:
+    insert(driver)  # ids already handed out
+    rows = [["bulk", "t", json.dumps({"n": n}), n % 3, None, 3, None, None] for n in range(30)]
+    with driver.session() as s:
+        new = s.run(db.InsertJobIds(items=driver.rows_param(rows[:20])))
+        made = s.run(db.InsertJobs(items=driver.rows_param(rows[20:])))
+    ids = sorted(r["id"] for r in new)
+    made.sort(key=lambda r: r["id"])
+    assert len(set(ids)) == 20 and ids[0] > 1
+    assert [r["id"] for r in made] > ids and len(made) == 10
+    for n, job in enumerate([*ids, *(r["id"] for r in made)]):
+        row = get(driver, job)
+        assert driver.decode_json(row["payload"]) == {"n": n} and row["priority"] == n % 3
+    assert all(driver.decode_time(r["created_at"]) is not None for r in made)
+
+
 def test_a_second_active_job_with_the_same_key_is_not_inserted(driver: Driver) -> None:
     insert(driver, key="k")
     op = db.InsertJob(queue="q", task="t", payload="null", key="k", priority=0, run_at=None,

@@ -95,12 +95,12 @@ class InsertJob(RowsOp):
 
 @dataclass(frozen=True, slots=True)
 class InsertJobs(RowsOp):
-    """Many jobs without keys or dependencies in one statement. :items is a JSON array of rows,
-    each [queue, task, payload, priority, run_at, max_attempts, job_group,
-    trace_context]."""
+    """Many jobs without keys or dependencies in one statement. ``items``: the rows, each
+    [queue, task, payload, priority, run_at, max_attempts, job_group, trace_context], as
+    the driver's ``rows_param`` made them (a JSON array, or the lists themselves)."""
 
     op: ClassVar[str] = "insert_jobs"
-    items: str
+    items: Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +108,7 @@ class InsertJobIds(RowsOp):
     """The same, returning only the new ids (bulk loads that need no Job objects)."""
 
     op: ClassVar[str] = "insert_job_ids"
-    items: str
+    items: Any
 
 
 @dataclass(frozen=True, slots=True)

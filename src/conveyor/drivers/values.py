@@ -156,6 +156,13 @@ class Values(ABC):
     def json_param(items: Any) -> str:
         return json.dumps(items, separators=(",", ":"), ensure_ascii=False)
 
+    @staticmethod
+    def rows_param(rows: list[list[Any]]) -> Any:
+        """The jobs of a bulk insert (``InsertJobs``, ``InsertJobIds``), each a list of
+        its columns, as the driver takes them: a JSON array unless the driver binds them
+        otherwise."""
+        return json.dumps(rows, separators=(",", ":"), ensure_ascii=False)
+
 
 def _compile_decoder(plan: Plan) -> Callable[[Row, Progress, bool], Job]:
     """A function that makes a ``Job`` of a row by ``plan``: one line per field, each read

@@ -234,7 +234,7 @@ def enqueue_ids(
         queues: set[str] = set()
         for start in range(0, len(prepared), _BULK_CHUNK):
             chunk = [job.row(v) for job, _ in prepared[start : start + _BULK_CHUNK]]
-            rows = yield db.InsertJobIds(items=v.json_param(chunk))
+            rows = yield db.InsertJobIds(items=v.rows_param(chunk))
             ids.extend(sorted(r["id"] for r in rows))
             queues.update(r[0] for r in chunk)
         yield Announce(queues=queues)
@@ -255,21 +255,22 @@ def _prepare_items(d: Defaults, items: Any, queue: Any) -> list[tuple[NewJob, st
             raise InvalidArgument(f"items[{index}]: unknown field(s) {', '.join(unknown)}")
         if "task" not in item:
             raise InvalidArgument(f"items[{index}]: a task name is required")
+        get = item.get
         try:
             job = new_job(
                 d,
                 item["task"],
-                item.get("payload"),
-                item.get("queue", queue),
-                item.get("key"),
-                item.get("priority", 0),
-                item.get("run_at"),
-                item.get("max_attempts"),
-                item.get("group"),
-                item.get("after"),
-                item.get("on_dependency_failure", "cancel"),
+                get("payload"),
+                get("queue", queue),
+                get("key"),
+                get("priority", 0),
+                get("run_at"),
+                get("max_attempts"),
+                get("group"),
+                get("after"),
+                get("on_dependency_failure", "cancel"),
             )
-            who = item.get("subscriber")
+            who = get("subscriber")
             who = None if who is None else check.name(who, "subscriber")
         except InvalidArgument as exc:
             raise InvalidArgument(f"items[{index}]: {exc}") from None
@@ -286,7 +287,7 @@ def _insert_many(v: Values, prepared: list[tuple[NewJob, str | None]]) -> Plan[l
     out: list[Job] = []
     for start in range(0, len(prepared), _BULK_CHUNK):
         batch = [job for job, _ in prepared[start : start + _BULK_CHUNK]]
-        rows = yield db.InsertJobs(items=v.json_param([j.row(v) for j in batch]))
+        rows = yield db.InsertJobs(items=v.rows_param([j.row(v) for j in batch]))
         # Ids follow the items' order; the rows hold what the database chose (id, times).
         ordered = sorted(rows, key=lambda r: r["id"])
         out.extend(job.inserted(v, row) for job, row in zip(batch, ordered, strict=True))
@@ -307,24 +308,28 @@ def new_job(
     after: Any = None,
     on_dependency_failure: Any = "cancel",
 ) -> NewJob:
-    attempts = d.max_attempts if max_attempts is None else max_attempts
+    if max_attempts is None:
+        attempts = d.max_attempts  # checked when the defaults were made
+    else:
+        attempts = check.integer(max_attempts, "max_attempts", low=1, high=1_000_000)
     if on_dependency_failure not in ("cancel", "run"):
         raise InvalidArgument(
             f"on_dependency_failure: expected 'cancel' or 'run', got {on_dependency_failure!r}"
         )
+    # By position: twelve keywords took twice as long to bind, once per job of a bulk load.
     return NewJob(
-        task=check.name(task, "task"),
-        queue=check.name(queue, "queue"),
-        payload=payload,
-        payload_json=check.encode_json(payload, "payload", max_bytes=d.max_payload_bytes),
-        key=check.key(key),
-        priority=check.integer(priority, "priority"),
-        run_at=check.timestamp(run_at, "run_at"),
-        max_attempts=check.integer(attempts, "max_attempts", low=1, high=1_000_000),
-        group=None if group is None else check.name(group, "group"),
-        after=_job_ids(after),
-        on_dependency_failure=on_dependency_failure,
-        trace_context=tracing.CARRIER.get(),
+        check.name(task, "task"),
+        check.name(queue, "queue"),
+        payload,
+        check.encode_json(payload, "payload", max_bytes=d.max_payload_bytes),
+        None if key is None else check.key(key),
+        0 if priority == 0 and type(priority) is int else check.integer(priority, "priority"),
+        None if run_at is None else check.timestamp(run_at, "run_at"),
+        attempts,
+        None if group is None else check.name(group, "group"),
+        () if after is None else _job_ids(after),
+        on_dependency_failure,
+        tracing.CARRIER.get(),
     )
 
 

@@ -19,7 +19,7 @@ import sqlite3
 import tempfile
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from datetime import datetime, timezone
 from functools import lru_cache, partial
@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 from conveyor.drivers.base import Capabilities, Driver, Handler, Session
 from conveyor.drivers.operations import Operation
 from conveyor.drivers.sql import Statements, load_migrations, load_queries, split_statements
-from conveyor.drivers.sqlite.counting import HANDLERS
+from conveyor.drivers.sqlite import bulk, counting
 from conveyor.drivers.sqlite.watch import (
     HOT_FOR,
     HOT_INTERVAL,
@@ -78,8 +78,9 @@ def _as_dicts(description: Any, rows: list[tuple[Any, ...]]) -> list[Row]:
 
 
 class _SQLiteSession(Session):
-    # Claims and endings write the counts their row trigger leaves out (counting.py).
-    handlers: ClassVar[Mapping[str, Handler]] = HANDLERS
+    # Claims and endings write the counts their row trigger leaves out (counting.py);
+    # bulk inserts bind their jobs' columns as parameters (bulk.py).
+    handlers: ClassVar[Mapping[str, Handler]] = {**counting.HANDLERS, **bulk.HANDLERS}
 
     def __init__(self, cursor: sqlite3.Cursor, queries: Statements, path: str) -> None:
         super().__init__()
@@ -101,6 +102,17 @@ class _SQLiteSession(Session):
     def execute(self, query: str, params: Mapping[str, Any] | None = None) -> int:
         with _translated(self._path):
             return self._cur.execute(self._queries.text(query, params), params or {}).rowcount
+
+    # -- for bulk.py ------------------------------------------------------------------
+    def statement(self, name: str) -> str:
+        return self._queries[name]
+
+    def positional(self, sql: str, params: Sequence[Any]) -> sqlite3.Cursor:
+        with _translated(self._path):
+            return self._cur.execute(sql, params)
+
+    def variable_limit(self) -> int:
+        return self._cur.connection.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
 
 
 @contextmanager
@@ -415,6 +427,10 @@ class SQLiteDriver(Driver):
 
     def decode_json(self, value: Any) -> Any:
         return None if value is None else json.loads(value)
+
+    @staticmethod
+    def rows_param(rows: list[list[Any]]) -> Any:
+        return rows  # bound as parameters, not sent as JSON (bulk.py)
 
     # -- change notification ------------------------------------------------------------
     @property
