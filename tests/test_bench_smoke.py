@@ -5,6 +5,7 @@ reports on both databases."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from typer.testing import CliRunner
 import conveyor
 from benchmarks import (
     decode_rows,
+    enqueue_steps,
     growth,
     lock_parts,
     mariadb_parts,
@@ -196,6 +198,24 @@ def test_the_lock_parts_drain_every_variant(
         held, cpu = float(figures.split()[-6]), float(figures.split()[-3])
         assert held > 0 and cpu > 0  # µs per job, measured
         assert (float(after) > 0) if lock_parts.VARIANTS[name].ids_only else not after
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_the_enqueue_steps_time_every_layer(
+    backend: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if backend == "postgresql":
+        require_postgres()
+    argv = ["enqueue_steps", "--backend", backend, "--rounds", "20", "--warmup", "2"]
+    monkeypatch.setattr("sys.argv", [*argv, "--pg", PG_URL])
+    enqueue_steps.main()
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith(backend)
+    steps = [re.match(r"^  (.+?)\s+(\d+\.\d)\s+(\d+\.\d{3})x", line) for line in lines[1:]]
+    assert all(steps) and len(steps) == (4 if backend == "sqlite" else 6)
+    names = [m.group(1) for m in steps if m]
+    assert names[0] == "a plain commit into conveyor's table" and names[-1] == "Queue.enqueue"
+    assert all(float(m.group(2)) > 0 for m in steps if m)  # µs, measured
 
 
 def test_the_row_decoding_benchmark_times_both_ways_on_sqlite(
