@@ -21,11 +21,16 @@ database has it, and on scratch copies:
   dedupe and flow control read; the history table has the indexes the lists of finished
   jobs read.
 
+And with the claim ids of before 0.3 (random, where they now begin with the time): every
+job keeps its last claim id under an index, so with ``--history N`` (N finished jobs put
+in the table first, each with a claim id of the variant's kind) the difference is what
+random ids cost a claim once the index is large.
+
 Scratch copies only: conveyor needs all of its parts, and has no history table. Each run
 checks that every job ended once and that the counts agree with the rows. Variants are
 interleaved, run after run, so a change in the machine's load hits them alike.
 
-    python benchmarks/lock_parts.py [--jobs 30000] [--batch 100] [--runs 3]
+    python benchmarks/lock_parts.py [--jobs 30000] [--batch 100] [--runs 3] [--history 0]
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ from typing import Any
 import conveyor
 from conveyor.cli.bench import enqueue_bulk
 from conveyor.drivers.sqlite.counting import count_moves
+from conveyor.ops.claims import new_claim_id
 
 _STATUS = ("conveyor_jobs_status", "conveyor_jobs_status_id")
 _UNREAD = (*_STATUS, "conveyor_jobs_task", "conveyor_jobs_queue_id", "conveyor_jobs_finished")
@@ -127,6 +133,7 @@ class Variant:
     every_row: bool = False  # the count trigger as before migration 0018 counts every row
     drop_dependency_trigger: bool = False  # run per row too (its WHEN: has_dependents)
     ids_only: bool = False  # the claim returns ids; its rows are read after the commit
+    random_claims: bool = False  # claim ids as before 0.3: random, not led by the time
 
 
 VARIANTS: dict[str, Variant] = {
@@ -146,7 +153,12 @@ VARIANTS: dict[str, Variant] = {
     "without the list indexes": Variant(drop=_LISTS),
     "history table, jobs table as it is": Variant(history=True),
     "history table, jobs table without list indexes": Variant(drop=_LISTS, history=True),
+    "random claim ids (before 0.3)": Variant(random_claims=True),
 }
+# Claim ids of finished jobs put in first (--history): led by a time before the drain's,
+# or random, as the variant's own.
+_ORDERED_ID = "printf('%012x', 1700000000000 + value) || lower(hex(randomblob(16)))"
+_RANDOM_ID = "lower(hex(randomblob(16)))"
 
 
 def _move_to_history(conn: sqlite3.Connection) -> tuple[str, str]:
@@ -183,7 +195,7 @@ def _move_to_history(conn: sqlite3.Connection) -> tuple[str, str]:
 
 
 def _held_per_job(
-    path: Path, jobs: int, batch: int, variant: Variant
+    path: Path, jobs: int, batch: int, variant: Variant, history: int = 0
 ) -> tuple[float, float, float]:
     """µs of write lock per job to drain ``jobs`` in batches of ``batch``: the time
     held, the CPU time of this thread while holding it (SQLite's work, without the
@@ -201,6 +213,18 @@ def _held_per_job(
         done_sql = statements.text("complete_job_ids", {})
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA synchronous = FULL")
+    if history:
+        claim = _RANDOM_ID if variant.random_claims else _ORDERED_ID
+        conn.execute(
+            "WITH RECURSIVE n(value) AS (SELECT 1 UNION ALL SELECT value + 1 FROM n"
+            " WHERE value < ?)"
+            " INSERT INTO conveyor_jobs (queue, task, payload, status, attempts, max_attempts,"
+            " claim_id, run_at, created_at, updated_at, finished_at)"
+            f" SELECT 'history', 'bench.noop', '{{}}', 'completed', 1, 3, {claim}, 0, 0, 0, 0"
+            " FROM n",
+            (history,),
+        )
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     if variant.drop_trigger or variant.skipping or variant.every_row:
         ((trigger,),) = conn.execute(
             "SELECT sql FROM sqlite_master WHERE name = 'conveyor_count_changed'"
@@ -240,7 +264,7 @@ def _held_per_job(
             else:
                 moved = [row[0] for row in conn.execute(move[0], {"items": items})]
                 conn.execute(move[1], {"ids": json.dumps(moved)})
-        claim_id = uuid.uuid4().hex
+        claim_id = uuid.uuid4().hex if variant.random_claims else new_claim_id()
         params = {"queue": "bench", "limit": batch, "claim_id": claim_id, "worker": "w",
                   "lease_s": 60}  # fmt: skip
         claimed = conn.execute(claim_sql, params)
@@ -271,10 +295,16 @@ def _check(conn: sqlite3.Connection, jobs: int, *, history: bool, counted: bool)
     """Every job ended once, where the variant keeps it, and (with the count trigger
     kept) the counts say so."""
     table = "conveyor_jobs_done" if history else "conveyor_jobs"
-    ((done,),) = conn.execute(f"SELECT count(*) FROM {table} WHERE status = 'completed'")
-    ((rows,),) = conn.execute("SELECT count(*) FROM conveyor_jobs")
+    ((done,),) = conn.execute(
+        f"SELECT count(*) FROM {table} WHERE status = 'completed' AND queue = 'bench'"
+    )
+    ((rows,),) = conn.execute("SELECT count(*) FROM conveyor_jobs WHERE queue = 'bench'")
     expected_rows = 0 if history else jobs
-    counts = dict(conn.execute("SELECT status, sum(n) FROM conveyor_counts GROUP BY status"))
+    counts = dict(
+        conn.execute(
+            "SELECT status, sum(n) FROM conveyor_counts WHERE queue = 'bench' GROUP BY status"
+        )
+    )
     if done != jobs or rows != expected_rows:
         raise RuntimeError(f"{done} jobs completed and {rows} in the jobs table, of {jobs}")
     if counted and (counts.get("completed") != jobs or any(
@@ -287,23 +317,31 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=30_000)
     parser.add_argument("--batch", type=int, default=100)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--history", type=int, default=0, help="finished jobs put in first")
+    parser.add_argument(
+        "--only", help="comma-separated beginnings of variant names (as migrated always runs)"
+    )
     args = parser.parse_args()
-    held: dict[str, list[float]] = {name: [] for name in VARIANTS}
-    cpu: dict[str, list[float]] = {name: [] for name in VARIANTS}
-    later: dict[str, list[float]] = {name: [] for name in VARIANTS}
+    wanted = [w.strip() for w in args.only.split(",")] if args.only else [""]
+    variants = {name: v for name, v in VARIANTS.items()
+                if name == "as migrated" or any(name.startswith(w) for w in wanted)}  # fmt: skip
+    held: dict[str, list[float]] = {name: [] for name in variants}
+    cpu: dict[str, list[float]] = {name: [] for name in variants}
+    later: dict[str, list[float]] = {name: [] for name in variants}
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "parts.db"
         for _ in range(args.runs):
-            for name, variant in VARIANTS.items():
-                wall, used, read = _held_per_job(path, args.jobs, args.batch, variant)
+            for name, variant in variants.items():
+                wall, used, read = _held_per_job(path, args.jobs, args.batch, variant, args.history)
                 held[name].append(wall)
                 cpu[name].append(used)
                 later[name].append(read)
     print(f"write lock held per job, µs, then the CPU time used holding it (and for the "
           f"claims returning ids, the rows' read after the commit): {args.jobs} jobs "
-          f"in batches of {args.batch}, SQLite {sqlite3.sqlite_version}, synchronous=FULL; "
+          f"in batches of {args.batch} after {args.history} finished jobs put in first, "
+          f"SQLite {sqlite3.sqlite_version}, synchronous=FULL; "
           f"median of {args.runs} interleaved runs (min-max)")  # fmt: skip
-    for name in VARIANTS:
+    for name in variants:
         read = statistics.median(later[name])
         print(f"  {name:56s}{_figure(held, name)}{_figure(cpu, name)}"
               + (f"  read after: {read:.1f}" if read else ""))  # fmt: skip

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import uuid
+import secrets
+import time
 from dataclasses import replace
 from typing import Any
 
@@ -26,6 +27,19 @@ from conveyor.retry import seconds
 
 # Claims that count what remains fold the count deltas once this many pile up.
 FOLD_AFTER = 1000
+
+
+def new_claim_id() -> str:
+    """44 hex digits: the time, to the millisecond, then 128 random bits (the secret).
+
+    Every job keeps its last claim id, under an index that serves the reports made by
+    claim (``ack``, ``release``) and grows with the history. A random id lands on a page
+    anywhere in that index, which the claim must read and write; an id that begins with
+    the time lands at its end, beside the claims before it. The jobs of one claim share
+    its id, so this is a page per claim: with a million finished jobs in a SQLite table,
+    claims of one job each held the write lock 399 µs per job against 458 with random
+    ids (docs/benchmarks.md)."""
+    return f"{time.time_ns() // 1_000_000:012x}{secrets.token_hex(16)}"
 
 
 def claim(
@@ -53,7 +67,7 @@ def claim(
 
     def build(v: Values) -> Plan[Later[Claim]] | Once[Claim]:
         params: dict[str, Any] = {"queue": name, "limit": limit, "lease_s": lease_s,
-                  "claim_id": uuid.uuid4().hex, "worker": who}  # fmt: skip
+                  "claim_id": new_claim_id(), "worker": who}  # fmt: skip
         if previous or counting or endings:
             return _claim(v, d, params, previous, counting, endings)
         # A worker's claim: one statement, unless it found nothing (see _claim).
@@ -121,7 +135,7 @@ def claim_job(d: Defaults, job: Any, *, lease: Any, worker: Any) -> Call[Claim]:
     who = check.name(worker, "worker") if worker is not None else d.worker_name
 
     def build(v: Values) -> Plan[Claim]:
-        new_claim = uuid.uuid4().hex
+        new_claim = new_claim_id()
         rows = yield db.ClaimJob(id=jid, lease_s=lease_s, claim_id=new_claim, worker=who)
         if not rows:
             yield from refuse_status(jid, "claim_job")

@@ -2,7 +2,7 @@
 
 The other dialects take a batch of jobs as one JSON array that their statement takes
 apart; on SQLite that meant ``json_each`` and an ``->>`` per column, each parsing the
-job's row again, which took a third longer per job than binding the columns
+job's row again, which took 1.2x as long per job as binding the columns
 (``Values.rows_param`` keeps the rows as they are here). ``insert_job_ids`` reads the
 new ids after its INSERT instead of having it return a row per job: an INSERT runs
 inside the write lock, so nothing else inserts between its rows, and AUTOINCREMENT gives

@@ -16,8 +16,8 @@ RETURNING id, run_at, created_at;
 -- name: insert_jobs
 -- Many jobs without keys or dependencies in one statement (bulk.py): {values} stands for
 -- one job_values group per job, its columns bound by position as plain parameters. (A
--- JSON array of the jobs, taken apart by json_each and ->> per column, took a third
--- longer per job.)
+-- JSON array of the jobs, taken apart by json_each and an ->> per column, took 1.2x as
+-- long per job: docs/benchmarks.md.)
 INSERT INTO conveyor_jobs
     (queue, task, payload, key, priority, run_at, max_attempts, job_group, trace_context,
      created_at, updated_at)
