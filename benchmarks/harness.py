@@ -72,10 +72,13 @@ def summarise(figures: list[Figure]) -> list[Summary]:
     out = []
     for (workload, backend, system, metric), items in groups.items():
         values = [f.value for f in items]
-        notes = sorted({f.note for f in items if f.note})
+        median = statistics.median(values)
+        # A note that describes its run (the transactions a drain took, say) is the one
+        # of the run nearest the median, not every run's strung together.
+        note = min(items, key=lambda f: abs(f.value - median)).note
         out.append(
-            Summary(workload, backend, system, metric, statistics.median(values),
-                    min(values), max(values), len(values), "; ".join(notes))
+            Summary(workload, backend, system, metric, median,
+                    min(values), max(values), len(values), note)
         )  # fmt: skip
     return out
 

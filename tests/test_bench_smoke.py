@@ -68,6 +68,9 @@ def test_summaries_take_the_median_and_the_spread() -> None:
     (summary,) = summarise(figures)
     assert (summary.median, summary.low, summary.high, summary.runs) == (100.0, 90.0, 120.0, 3)
     assert summary.spread == pytest.approx(0.3)
+    noted = [Figure("lock", "sqlite", "x", "us", v, f"run of {v:g}") for v in (30.0, 20.0, 25.0)]
+    (summary,) = summarise(noted)
+    assert summary.note == "run of 25"  # the median run's note, not all three
 
 
 def test_cli_bench_prints_its_table_on_a_temporary_sqlite_file() -> None:
