@@ -92,9 +92,7 @@ class Values(ABC):
     @cached_property
     def _job_plan(self) -> Plan:
         return tuple(
-            (f.attribute, _COLUMNS.get(f.attribute, f.attribute), self._reader(f.hint), f.null)
-            for f in _stored_fields(Job)
-            if f.attribute not in _NOT_STORED and f.attribute != "progress"
+            (f.attribute, column, self._reader(f.hint), f.null) for f, column in _job_fields()
         )
 
     @cached_property
@@ -104,8 +102,7 @@ class Values(ABC):
     @cached_property
     def _progress_plan(self) -> Plan:
         return tuple(
-            (f.attribute, f"progress_{f.attribute}", self._reader(f.hint), f.null)
-            for f in _stored_fields(Progress)
+            (f.attribute, column, self._reader(f.hint), f.null) for f, column in _progress_fields()
         )
 
     @cached_property
@@ -214,6 +211,26 @@ def _stored_fields(cls: type[Any]) -> list[_Stored]:
             _Stored(f.attribute, f.hint, None if nullable or default is MISSING else default)
         )
     return out
+
+
+def _job_fields() -> list[tuple[_Stored, str]]:
+    """``Job``'s stored fields (its progress apart), each with its column."""
+    return [
+        (f, _COLUMNS.get(f.attribute, f.attribute))
+        for f in _stored_fields(Job)
+        if f.attribute not in _NOT_STORED and f.attribute != "progress"
+    ]
+
+
+def _progress_fields() -> list[tuple[_Stored, str]]:
+    return [(f, f"progress_{f.attribute}") for f in _stored_fields(Progress)]
+
+
+def job_columns() -> list[str]:
+    """The columns a job is read from (``decode_job``): a statement that reads whole
+    jobs may name these instead of ``*`` (on MySQL, ``*`` also reads the generated
+    columns that only its indexes need)."""
+    return [column for _, column in (*_job_fields(), *_progress_fields())]
 
 
 class _Defaulting(dict[str, Any]):

@@ -30,7 +30,7 @@ from conveyor.drivers.sql import (
     load_queries,
     split_statements,
 )
-from conveyor.drivers.values import Values, utc_milliseconds
+from conveyor.drivers.values import Values, job_columns, utc_milliseconds
 from conveyor.errors import (
     ConfigurationError,
     ConveyorError,
@@ -193,6 +193,8 @@ def macros(collation: str) -> dict[str, str]:
         "collation": collation,
         # A text column of a JSON_TABLE, compared with conveyor's own text.
         "text": f"VARCHAR(1000) CHARACTER SET utf8mb4 COLLATE {collation}",
+        # What a job is read from: not the generated columns the indexes use.
+        "job_columns": ", ".join(f"`{column}`" for column in job_columns()),
     }
 
 

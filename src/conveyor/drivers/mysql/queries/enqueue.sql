@@ -93,8 +93,9 @@ SET status = 'cancelled', error = :error, error_kind = 'terminal', finished_at =
 WHERE id IN :locked AND status IN {from_cancel_for_dependency};
 
 -- name: jobs_locked
--- The rows a handler changed, read back in the same transaction.
-SELECT * FROM conveyor_jobs WHERE id IN :locked ORDER BY priority, id;
+-- The rows a handler changed, read back in the same transaction: the columns of a job,
+-- without the generated ones (PyMySQL reads every column in Python).
+SELECT {job_columns} FROM conveyor_jobs WHERE id IN :locked ORDER BY priority, id;
 
 -- name: jobs_locked_brief
 -- The same, for a caller that gets only ids, queues and states.
