@@ -37,11 +37,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import secrets
 import sqlite3
 import statistics
 import tempfile
 import time
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -133,7 +133,7 @@ class Variant:
     every_row: bool = False  # the count trigger as before migration 0018 counts every row
     drop_dependency_trigger: bool = False  # run per row too (its WHEN: has_dependents)
     ids_only: bool = False  # the claim returns ids; its rows are read after the commit
-    random_claims: bool = False  # claim ids as before 0.3: random, not led by the time
+    timed_claims: bool = False  # claim ids led by the claim's time, not random
 
 
 VARIANTS: dict[str, Variant] = {
@@ -153,12 +153,17 @@ VARIANTS: dict[str, Variant] = {
     "without the list indexes": Variant(drop=_LISTS),
     "history table, jobs table as it is": Variant(history=True),
     "history table, jobs table without list indexes": Variant(drop=_LISTS, history=True),
-    "random claim ids (before 0.3)": Variant(random_claims=True),
+    "claim ids led by the time": Variant(timed_claims=True),
 }
-# Claim ids of finished jobs put in first (--history): led by a time before the drain's,
-# or random, as the variant's own.
-_ORDERED_ID = "printf('%012x', 1700000000000 + value) || lower(hex(randomblob(16)))"
+# Claim ids of finished jobs put in first (--history): random, or led by a time before
+# the drain's, as the variant's own.
+_ORDERED_ID = "printf('%012x', 1700000000000 + value) || lower(hex(randomblob(10)))"
 _RANDOM_ID = "lower(hex(randomblob(16)))"
+
+
+def _timed_claim_id() -> str:
+    """A UUIDv7's layout: the time in milliseconds, then random bits (32 hex digits)."""
+    return f"{time.time_ns() // 1_000_000:012x}{secrets.token_hex(10)}"
 
 
 def _move_to_history(conn: sqlite3.Connection) -> tuple[str, str]:
@@ -214,7 +219,7 @@ def _held_per_job(
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA synchronous = FULL")
     if history:
-        claim = _RANDOM_ID if variant.random_claims else _ORDERED_ID
+        claim = _ORDERED_ID if variant.timed_claims else _RANDOM_ID
         conn.execute(
             "WITH RECURSIVE n(value) AS (SELECT 1 UNION ALL SELECT value + 1 FROM n"
             " WHERE value < ?)"
@@ -264,7 +269,7 @@ def _held_per_job(
             else:
                 moved = [row[0] for row in conn.execute(move[0], {"items": items})]
                 conn.execute(move[1], {"ids": json.dumps(moved)})
-        claim_id = uuid.uuid4().hex if variant.random_claims else new_claim_id()
+        claim_id = _timed_claim_id() if variant.timed_claims else new_claim_id()
         params = {"queue": "bench", "limit": batch, "claim_id": claim_id, "worker": "w",
                   "lease_s": 60}  # fmt: skip
         claimed = conn.execute(claim_sql, params)

@@ -54,6 +54,7 @@ def test_bulk_goes_on_past_one_request(server: Server, browse: Opener) -> None:
     q = server.queue
     ids = q.enqueue_ids([{"task": "t"}] * 1150, queue="big")
     page = browse(server.page_url("jobs?queue=big&status=pending"))
+    expect(page.locator("table.jobs tbody tr").first).to_be_visible()  # the list is shown
     page.get_by_role("button", name="Cancel all pending…").click()
     page.locator("dialog[open]").get_by_role("button", name="Cancel all").click()
     expect(page.locator("#toast")).to_have_text("Cancelled 1,150 job(s)", timeout=60_000)

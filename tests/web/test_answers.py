@@ -19,7 +19,7 @@ from tests.web.conftest import ROLES, TOKENS, bearer, snapshot
 
 WORKER = bearer("worker")
 BIG = "x" * 50_000
-CLAIM_ID = re.compile(r"[0-9a-f]{44}")
+CLAIM_ID = re.compile(r"[0-9a-f]{32}")
 
 
 def _claimed(q: conveyor.Queue, n: int = 1, **enqueue: Any) -> conveyor.Claim:

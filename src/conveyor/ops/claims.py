@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import secrets
-import time
+import uuid
 from dataclasses import replace
 from typing import Any
 
@@ -30,16 +29,13 @@ FOLD_AFTER = 1000
 
 
 def new_claim_id() -> str:
-    """44 hex digits: the time, to the millisecond, then 128 random bits (the secret).
-
-    Every job keeps its last claim id, under an index that serves the reports made by
-    claim (``ack``, ``release``) and grows with the history. A random id lands on a page
-    anywhere in that index, which the claim must read and write; an id that begins with
-    the time lands at its end, beside the claims before it. The jobs of one claim share
-    its id, so this is a page per claim: with a million finished jobs in a SQLite table,
-    claims of one job each held the write lock 399 µs per job against 458 with random
-    ids (docs/benchmarks.md)."""
-    return f"{time.time_ns() // 1_000_000:012x}{secrets.token_hex(16)}"
+    """A random UUID's 32 hex digits: 122 random bits, the claim's secret. Applications
+    carry claim ids as UUIDs (the metadata_sync example's processing id is one). Ids led
+    by the claim's time would keep each claim's entry in the index of claim ids, which
+    every finished job stays in, at the index's end: tried, with a million finished jobs
+    claims of one job each held SQLite's write lock 12% less, but a UUIDv7 keeps 74
+    random bits and says when the claim was made (docs/benchmarks.md)."""
+    return uuid.uuid4().hex
 
 
 def claim(

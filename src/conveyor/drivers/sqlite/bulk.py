@@ -22,6 +22,7 @@ from conveyor.drivers.operations import InsertJobIds, InsertJobs
 from conveyor.drivers.values import Row
 
 COLUMNS = 8  # a job's parameters in job_values
+_INSERTED = "SELECT last_insert_rowid(), changes()"
 
 
 class BulkSession(Protocol):
@@ -68,8 +69,8 @@ def insert_job_ids(session: BulkSession, op: InsertJobIds) -> list[Row]:
     out: list[Row] = []
     for params in _parts(session, op.items):
         n = len(params) // COLUMNS
-        cur = session.positional(_statement(session, op.op, n), params)
-        last, count = cur.execute("SELECT last_insert_rowid(), changes()").fetchone()
+        session.positional(_statement(session, op.op, n), params)
+        last, count = session.positional(_INSERTED, ()).fetchone()
         if count != n:  # cannot happen: the INSERT has no conflict clause to skip a row
             raise RuntimeError(f"a bulk insert of {n} jobs inserted {count}")
         out += [{"id": i} for i in range(last - n + 1, last + 1)]
