@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
-from functools import partial
 from itertools import chain
 from typing import Any, Protocol
 
@@ -29,6 +28,8 @@ class BulkSession(Protocol):
     def statement(self, name: str) -> str: ...
 
     def positional(self, sql: str, params: Sequence[Any]) -> sqlite3.Cursor: ...
+
+    def positional_rows(self, sql: str, params: Sequence[Any]) -> list[Row]: ...
 
     def variable_limit(self) -> int: ...
 
@@ -59,9 +60,7 @@ def _parts(session: BulkSession, rows: Sequence[Sequence[Any]]) -> Iterator[list
 def insert_jobs(session: BulkSession, op: InsertJobs) -> list[Row]:
     out: list[Row] = []
     for params in _parts(session, op.items):
-        cur = session.positional(_statement(session, op.op, len(params) // COLUMNS), params)
-        names = [column[0] for column in cur.description]
-        out += map(dict, map(partial(zip, names), cur.fetchall()))
+        out += session.positional_rows(_statement(session, op.op, len(params) // COLUMNS), params)
     return out
 
 

@@ -92,12 +92,7 @@ class _SQLiteSession(Session):
         self._queries = queries
 
     def all(self, query: str, params: Mapping[str, Any] | None = None) -> list[Row]:
-        with _translated(self._path):
-            cur = self._cur.execute(self._queries.text(query, params), params or {})
-            rows = cur.fetchall()
-        if not rows:
-            return []
-        return _as_dicts(cur.description, rows)
+        return self.positional_rows(self._queries.text(query, params), params or {})
 
     def execute(self, query: str, params: Mapping[str, Any] | None = None) -> int:
         with _translated(self._path):
@@ -110,6 +105,13 @@ class _SQLiteSession(Session):
     def positional(self, sql: str, params: Sequence[Any]) -> sqlite3.Cursor:
         with _translated(self._path):
             return self._cur.execute(sql, params)
+
+    def positional_rows(self, sql: str, params: Sequence[Any] | Mapping[str, Any]) -> list[Row]:
+        """The rows of ``sql`` as dicts (the parameters by position, or by name)."""
+        with _translated(self._path):
+            cur = self._cur.execute(sql, params)
+            rows = cur.fetchall()
+        return _as_dicts(cur.description, rows) if rows else []
 
     def variable_limit(self) -> int:
         return self._cur.connection.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
