@@ -27,6 +27,7 @@ Systems, per database (``SYSTEMS``):
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import importlib.util
 import json
@@ -401,8 +402,9 @@ def drain_on(system: DrainSystem, db: str, n: int, processes: int,
             with open(logs / f"stderr-{k}.txt", "wb") as err:  # a file: a pipe could fill up
                 procs.append(subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
                                               stderr=err))  # fmt: skip
+        sampler = CpuSampler([p.pid for p in procs])
         try:
-            _wait(system, procs, logs, n)
+            _wait(system, procs, logs, n, sampler)
         finally:
             for proc in procs:
                 if proc.poll() is None:
@@ -419,6 +421,9 @@ def drain_on(system: DrainSystem, db: str, n: int, processes: int,
         system.check(run)
         span = max(last - first, 1) / 1e9 * (n / (n - 1) if n > 1 else 1.0)
         out: dict[str, Any] = {"jobs/s": n / span, "processes": processes}
+        cpu = sampler.per_job(_stamps(logs))
+        if cpu is not None:
+            out["cpu"] = cpu
         held = _lock_held(logs)
         if held is not None:
             out["lock ns"], out["transactions"], out["inside ns"] = held
@@ -433,10 +438,13 @@ def _count_lines(logs: Path) -> int:
     return total
 
 
-def _wait(system: DrainSystem, procs: list[subprocess.Popen[bytes]], logs: Path, n: int) -> None:
+def _wait(system: DrainSystem, procs: list[subprocess.Popen[bytes]], logs: Path, n: int,
+          sampler: CpuSampler | None = None) -> None:  # fmt: skip
     deadline = time.monotonic() + TIMEOUT
     stopping = False
     while any(p.poll() is None for p in procs):
+        if sampler is not None:
+            sampler.sample()
         if time.monotonic() > deadline:
             raise RuntimeError(f"{system.name}: the drain did not finish in {TIMEOUT:.0f} s")
         if not system.stops_itself and not stopping and _count_lines(logs) >= n:
@@ -445,6 +453,95 @@ def _wait(system: DrainSystem, procs: list[subprocess.Popen[bytes]], logs: Path,
             stopping = True
             deadline = time.monotonic() + 60
         time.sleep(0.05)
+
+
+@dataclass(frozen=True)
+class CpuPerJob:
+    """CPU time spent per job while jobs ran (from the first job's log line to the last):
+    the whole machine's, and the part of it in the worker processes (the rest is the
+    database server, where there is one, and whatever else ran)."""
+
+    machine_us: float
+    workers_us: float
+    busy: float  # the machine's cores busy, on average (2.0: two cores all the time)
+
+    def __str__(self) -> str:
+        return (f"CPU {self.machine_us:.0f} µs per job ({self.workers_us:.0f} in the "
+                f"workers), {self.busy:.2f} of {os.cpu_count()} cores busy")  # fmt: skip
+
+
+class CpuSampler:
+    """What bounds a drain on a small machine: samples the machine's busy CPU time
+    (``/proc/stat``) and the worker processes' own (``/proc/<pid>/stat``, their threads
+    included) while they run, so the CPU spent per job can be read off the span the
+    jobs' own log lines cover (start-up and shutdown left out). Linux only; elsewhere
+    it measures nothing."""
+
+    _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+    def __init__(self, pids: list[int]) -> None:
+        self._pids = pids
+        self._samples: list[tuple[int, float, float]] = []  # (time ns, machine s, workers s)
+        self.sample()
+
+    def sample(self) -> None:
+        try:
+            with open("/proc/stat", "rb") as f:
+                fields = f.readline().split()[1:]
+        except OSError:
+            return
+        # user nice system idle iowait irq softirq steal: busy is all but idle and iowait
+        ticks = [int(x) for x in fields[:8]]
+        busy = sum(ticks) - ticks[3] - ticks[4]
+        workers = 0
+        for pid in self._family():
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                with open(f"/proc/{pid}/stat", "rb") as f:
+                    after_name = f.read().rsplit(b")", 1)[1].split()
+                workers += int(after_name[11]) + int(after_name[12])  # utime, stime
+        self._samples.append((time.time_ns(), busy / self._TICK, workers / self._TICK))
+
+    def _family(self) -> set[int]:
+        """The worker processes and theirs (huey's consumer runs its workers as its own
+        children)."""
+        found, todo = set(), list(self._pids)
+        while todo:
+            pid = todo.pop()
+            if pid in found:
+                continue
+            found.add(pid)
+            for children in Path(f"/proc/{pid}/task").glob("*/children"):
+                with contextlib.suppress(OSError, ValueError):
+                    todo += [int(c) for c in children.read_text().split()]
+        return found
+
+    def per_job(self, stamps: list[int]) -> CpuPerJob | None:
+        """The CPU spent per job between the first sample after the first job and the
+        last sample before the last job (None if the drain was too short to tell)."""
+        if len(stamps) < 2 or len(self._samples) < 2:
+            return None
+        first, last = stamps[0], stamps[-1]
+        inside = [s for s in self._samples if first <= s[0] <= last]
+        if len(inside) < 2 or inside[-1][0] - inside[0][0] < 100_000_000:  # 0.1 s at least
+            return None
+        (t0, m0, w0), (t1, m1, w1) = inside[0], inside[-1]
+        jobs = bisect.bisect_right(stamps, t1) - bisect.bisect_left(stamps, t0)
+        if jobs <= 0:
+            return None
+        return CpuPerJob(
+            machine_us=(m1 - m0) / jobs * 1e6,
+            workers_us=(w1 - w0) / jobs * 1e6,
+            busy=(m1 - m0) / ((t1 - t0) / 1e9),
+        )
+
+
+def _stamps(logs: Path) -> list[int]:
+    """Every job's log time, in order."""
+    return sorted(
+        int(line.split()[1])
+        for path in logs.glob("*.log")
+        for line in path.read_bytes().splitlines()
+    )
 
 
 def _read_logs(logs: Path) -> tuple[list[int], int, int]:
@@ -493,6 +590,7 @@ def figures(system: DrainSystem, workdir: Path, pg_url: str, n: int, peer_n: int
     ours = system.name == FLOOR or system.name.startswith("conveyor worker")
     result = drain(system, n if ours else peer_n, processes, workdir, pg_url, mariadb_url)
     note = f"{result['processes']} process{'es' if result['processes'] > 1 else ''}"
+    note += f"; {result['cpu']}" if "cpu" in result else ""
     note += f"; {system.note}" if system.note else ""
     out.append(Figure(WORKLOAD, backend, system.name, "jobs/s", result["jobs/s"], note))
     if system.name == FLOOR and processes != 1:

@@ -9,7 +9,9 @@ chosen with ``?schema=``, a MariaDB database) is migrated by ``conveyor.connect`
 filled with ``N`` finished jobs by plain SQL inserts into conveyor's own tables (test
 data, not a workload: a recursive CTE on SQLite, ``generate_series`` on PostgreSQL,
 MariaDB's sequence tables), in chunks: 90% completed, 7% failed, 3% cancelled, over four
-queues and five tasks, one job in four with a key, created 0.25 s apart. The per-row
+queues and five tasks, one job in four with a key, created 0.25 s apart; each completed
+job keeps a random claim id, its claim's time and a worker, as an ended claim leaves
+them (so the index of claim ids is as large as in a history made in service). The per-row
 count triggers keep conveyor's count tables right; ``stats()`` is checked against ``N``.
 PostgreSQL then gets a ``VACUUM ANALYZE`` (what autovacuum does after a load); SQLite and
 MariaDB get nothing (conveyor never runs ANALYZE on SQLite; InnoDB samples by itself).
@@ -123,7 +125,7 @@ WITH RECURSIVE seq(i) AS (
 )
 INSERT INTO conveyor_jobs (queue, task, payload, key, status, priority, run_at, attempts,
                            max_attempts, result, error, error_kind, created_at, started_at,
-                           finished_at, updated_at)
+                           finished_at, updated_at, claim_id, claimed_at, worker)
 SELECT queue, task,
        CASE WHEN queue = 'downloads'
             THEN json_object('message_id', i, 'url', 'https://example.org/files/' || i)
@@ -138,7 +140,10 @@ SELECT queue, task,
        created,
        CASE WHEN status <> 'cancelled' THEN created + 1 END,
        created + 2,
-       created + 2
+       created + 2,
+       CASE WHEN status = 'completed' THEN lower(hex(randomblob(16))) END,
+       CASE WHEN status = 'completed' THEN created + 1 END,
+       CASE WHEN status = 'completed' THEN 'growth-fill' END
 FROM job
 """
 SQLITE_FILL = SQLITE_FILL.replace("@MIX@", mix("i % {n}"))
@@ -146,7 +151,7 @@ SQLITE_FILL = SQLITE_FILL.replace("@MIX@", mix("i % {n}"))
 POSTGRES_FILL = """
 INSERT INTO conveyor_jobs (queue, task, payload, key, status, priority, run_at, attempts,
                            max_attempts, result, error, error_kind, created_at, started_at,
-                           finished_at, updated_at)
+                           finished_at, updated_at, claim_id, claimed_at, worker)
 SELECT queue, task,
        CASE WHEN queue = 'downloads'
             THEN jsonb_build_object('message_id', i, 'url', 'https://example.org/files/' || i)
@@ -161,7 +166,10 @@ SELECT queue, task,
        created,
        CASE WHEN status <> 'cancelled' THEN created + interval '1 second' END,
        created + interval '2 seconds',
-       created + interval '2 seconds'
+       created + interval '2 seconds',
+       CASE WHEN status = 'completed' THEN replace(gen_random_uuid()::text, '-', '') END,
+       CASE WHEN status = 'completed' THEN created + interval '1 second' END,
+       CASE WHEN status = 'completed' THEN 'growth-fill' END
 FROM (SELECT i,
              @MIX@,
              now() - (%(total)s - i) * interval '250 milliseconds' AS created
@@ -174,7 +182,7 @@ POSTGRES_FILL = POSTGRES_FILL.replace("@MIX@", mix("mod(i, {n})"))
 MARIADB_FILL = """
 INSERT INTO conveyor_jobs (queue, task, payload, `key`, status, priority, run_at, attempts,
                            max_attempts, result, error, error_kind, created_at, started_at,
-                           finished_at, updated_at)
+                           finished_at, updated_at, claim_id, claimed_at, worker)
 SELECT queue, task,
        CASE WHEN queue = 'downloads'
             THEN JSON_OBJECT('message_id', i, 'url', CONCAT('https://example.org/files/', i))
@@ -189,7 +197,10 @@ SELECT queue, task,
        created,
        CASE WHEN status <> 'cancelled' THEN created + INTERVAL 1 SECOND END,
        created + INTERVAL 2 SECOND,
-       created + INTERVAL 2 SECOND
+       created + INTERVAL 2 SECOND,
+       CASE WHEN status = 'completed' THEN MD5(CONCAT(RAND(), i)) END,
+       CASE WHEN status = 'completed' THEN created + INTERVAL 1 SECOND END,
+       CASE WHEN status = 'completed' THEN 'growth-fill' END
 FROM (SELECT seq AS i,
              @MIX@,
              UTC_TIMESTAMP(6) - INTERVAL (({total} - seq) * 250000) MICROSECOND AS created

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -14,6 +17,7 @@ from typer.testing import CliRunner
 import conveyor
 from benchmarks import (
     decode_rows,
+    drains,
     enqueue_steps,
     growth,
     lock_parts,
@@ -303,6 +307,57 @@ def test_the_growth_fill_gives_each_status_its_share() -> None:
             "failed": sum(87 <= r < 94 for r in shares),
             "cancelled": sum(r >= 94 for r in shares),
         }
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql", "mariadb"])
+def test_the_growth_fill_leaves_completed_jobs_their_claims_as_an_ended_claim_does(
+    backend: str, tmp_path: Path
+) -> None:
+    if backend == "postgresql":
+        require_postgres()
+    elif backend == "mariadb" and (problem := drains.mariadb_available()):
+        pytest.skip(problem)
+    with (
+        growth.fresh(backend, tmp_path, PG_URL, drains.MARIADB_URL) as db,
+        conveyor.connect(db.url) as q,
+    ):
+        db.fill(300, lambda line: None)
+        completed = q.jobs(status="completed", limit=500)
+        others = q.jobs(status="failed", limit=500) + q.jobs(status="cancelled", limit=500)
+    assert len(completed) == growth.expected_counts(300)["completed"]
+    claims = [j.claim_id for j in completed]
+    assert all(c is not None and re.fullmatch(r"[0-9a-f]{32}", c) for c in claims)
+    assert len(set(claims)) == len(claims)  # as random as a claim's own id
+    assert all(j.worker == "growth-fill" and j.claimed_at is not None for j in completed)
+    assert all(j.claim_id is None for j in others)
+
+
+def test_the_cpu_sampler_reads_a_busy_child_off_its_jobs_span() -> None:
+    # A child that spins for half a second of its own CPU, stamping a "job" after each
+    # millisecond of it (its CPU, not the wall clock: a loaded machine changes neither).
+    code = (
+        "import time\n"
+        "end = time.process_time() + 0.5\n"
+        "while time.process_time() < end:\n"
+        "    t = time.process_time_ns()\n"
+        "    while time.process_time_ns() - t < 1_000_000: pass\n"
+        "    print(time.time_ns(), flush=True)\n"
+    )
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
+    sampler = drains.CpuSampler([child.pid])
+    while child.poll() is None:
+        sampler.sample()
+        time.sleep(0.02)
+    assert child.stdout is not None
+    stamps = [int(line) for line in child.stdout.read().split()]
+    cpu = sampler.per_job(stamps)
+    assert cpu is not None
+    # About a millisecond of the child's CPU per stamp, and at least that on the machine
+    # (the clock ticks every 10 ms: a few ticks either way over the window).
+    assert 800 <= cpu.workers_us <= 1500, cpu
+    assert cpu.machine_us >= cpu.workers_us * 0.8, cpu
+    assert cpu.busy > 0, cpu
+    assert drains.CpuSampler([]).per_job(stamps[:1]) is None  # too little to tell
 
 
 def _installed(package: str) -> bool:

@@ -78,6 +78,26 @@ def test_a_stored_payload_that_no_longer_fits_is_a_mismatch() -> None:
     assert binding.to_call({"a": 1}) == ([], {"a": 1})
 
 
+def test_keyword_payloads_fill_keyword_parameters_and_their_defaults() -> None:
+    def f(ctx: Any, a: int, b: int = 2, *, c: int, d: int = 4) -> tuple[int, ...]:
+        return a, b, c, d
+
+    binding = Binding(f, "t")
+    assert binding.to_call({"a": 1, "c": 3}) == ([], {"a": 1, "c": 3})
+    assert roundtrip(f, 1, 5, c=3, d=6) == (1, 5, 3, 6)
+    with pytest.raises(PayloadMismatch, match="missing"):
+        binding.to_call({"a": 1})  # c is required
+    with pytest.raises(PayloadMismatch, match="unexpected field"):
+        binding.to_call({"a": 1, "c": 3, "e": 5})
+
+
+def test_a_payload_member_named_as_the_context_parameter_is_a_mismatch() -> None:
+    def f(ctx: Any, a: int = 1) -> None: ...
+
+    with pytest.raises(PayloadMismatch):
+        Binding(f, "t").to_call({"ctx": 1})
+
+
 def test_a_function_without_a_context_parameter_is_refused() -> None:
     def no_params() -> None: ...
 

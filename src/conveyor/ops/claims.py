@@ -9,7 +9,7 @@ from typing import Any
 from conveyor import validation as check
 from conveyor.drivers import operations as db
 from conveyor.job import Claim, Job, Status
-from conveyor.ops import Announce, Call, Later, Once, Plan, Row, Values
+from conveyor.ops import Announce, Call, Later, LazyArgs, Once, Plan, Row, Values
 from conveyor.ops.admin import refuse_status
 from conveyor.ops.defaults import (
     MAX_CLAIM,
@@ -58,8 +58,7 @@ def claim(
     counting = bool(count_remaining)
     endings = None if report is None or not report else check_report(d, report)
     args = {"queue": name, "limit": limit, "lease": lease_s, "worker": worker, "ack": previous,
-            "count_remaining": counting,
-            "report": None if endings is None else endings.wire}  # fmt: skip
+            "count_remaining": counting}  # fmt: skip
 
     def build(v: Values) -> Plan[Later[Claim]] | Once[Claim]:
         params: dict[str, Any] = {"queue": name, "limit": limit, "lease_s": lease_s,
@@ -73,7 +72,9 @@ def claim(
             if_empty=lambda: _claim(v, d, params, None, False, None),
         )
 
-    return Call("claim", args, build)
+    if endings is None:
+        return Call("claim", {**args, "report": None}, build)
+    return Call("claim", LazyArgs(lambda: {**args, "report": endings.wire()}), build)
 
 
 def _claim(

@@ -13,7 +13,7 @@ from conveyor import validation as check
 from conveyor.drivers import operations as db
 from conveyor.errors import InvalidArgument, InvalidTransition, JobNotFound, StaleClaim
 from conveyor.job import ErrorKind, Job, Status
-from conveyor.ops import Announce, Call, Once, Plan, Values
+from conveyor.ops import Announce, Call, LazyArgs, Once, Plan, Values
 from conveyor.ops.defaults import Defaults, claim_id, job_id
 from conveyor.retry import BackoffPolicy, seconds
 
@@ -158,12 +158,22 @@ class Report:
 
 @dataclass(frozen=True, slots=True)
 class CheckedReport:
-    """A ``Report`` with its items checked: what plans write, and how it goes over HTTP."""
+    """A ``Report`` with its items checked: what plans write, and (``wire``) how it goes
+    over HTTP."""
 
     done: list[dict[str, Any]]
     bad: list[dict[str, Any]]
     later: list[dict[str, Any]]
-    wire: dict[str, Any]
+    results: list[Any]  # each completion's result, as given (``done`` holds it encoded)
+
+    def wire(self) -> dict[str, Any]:
+        """The report as a remote queue sends it; made only when one asks (a worker's
+        every claim carries a report, and a database queue never sends it)."""
+        return {
+            "completed": [_wire(i, result=r) for i, r in zip(self.done, self.results, strict=True)],
+            "failed": [_fail_wire(i) for i in self.bad],
+            "snoozed": [_wire(i, delay=i["delay_s"]) for i in self.later],
+        }
 
 
 def check_report(d: Defaults, endings: Report) -> CheckedReport:
@@ -175,12 +185,7 @@ def check_report(d: Defaults, endings: Report) -> CheckedReport:
     bad = [_fail_item(j, c, e, r, delay) for j, c, e, r, delay in failed]
     snoozed = check.tuples(endings.snoozed, "report.snoozed", _SNOOZED)
     later = [_snooze_item(j, c, delay) for j, c, delay in snoozed]
-    wire = {
-        "completed": [_wire(i, result=r) for i, (_, _, r) in zip(done, completed, strict=True)],
-        "failed": [_fail_wire(i) for i in bad],
-        "snoozed": [_wire(i, delay=i["delay_s"]) for i in later],
-    }
-    return CheckedReport(done, bad, later, wire)
+    return CheckedReport(done, bad, later, [r for _, _, r in completed])
 
 
 def report(d: Defaults, endings: Report) -> Call[dict[int, Status]]:
@@ -193,7 +198,7 @@ def report(d: Defaults, endings: Report) -> Call[dict[int, Status]]:
         written = yield from write_report(v, d, checked)
         return written
 
-    return Call("report", checked.wire, build)
+    return Call("report", LazyArgs(checked.wire), build)
 
 
 def write_report(v: Values, d: Defaults, checked: CheckedReport) -> Plan[dict[int, Status]]:

@@ -46,6 +46,12 @@ class Binding:
             for p in params[1:]
             if p.default is _P.empty and p.kind not in (_P.VAR_POSITIONAL, _P.VAR_KEYWORD)
         ]
+        # Every parameter taken by keyword (no positional-only one, no *args): a payload
+        # whose members are all parameters and hold every required one is the keywords
+        # themselves, checked with two set comparisons (each job a worker runs passes here).
+        by_keyword = all(p.kind in (_P.POSITIONAL_OR_KEYWORD, _P.KEYWORD_ONLY) for p in params[1:])
+        self._keywords = frozenset(self.parameters) if by_keyword else None
+        self._required_set = frozenset(self._required)
 
     def to_payload(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:
         """The JSON object stored for a call with ``args`` and ``kwargs``."""
@@ -78,6 +84,11 @@ class Binding:
         """Positional and keyword arguments (after ``ctx``) for a stored payload."""
         if payload is None:
             payload = {}
+        keywords = self._keywords
+        if keywords is not None and type(payload) is dict:
+            given = payload.keys()
+            if given <= keywords and self._required_set <= given:
+                return [], dict(payload)
         if not isinstance(payload, dict):
             raise PayloadMismatch(f"expected a JSON object, got {type(payload).__name__}")
         rest = dict(payload)

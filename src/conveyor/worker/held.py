@@ -42,12 +42,15 @@ class HeldJobs:
         self.returned_total = 0  # functions returned since the start (the worker's pace)
         self._cond = threading.Condition()
 
-    def add(self, job: Job, ctx: Context) -> Held:
-        held = Held(job, ctx)
+    def add(self, contexts: list[Context]) -> list[Held]:
+        """Hold the jobs of a claim, each with its context (one lock for the batch)."""
+        added = [Held(ctx.job, ctx) for ctx in contexts]
         with self._cond:
-            self._held[held.key] = held
-            self._in_hand += 1
-        return held
+            held = self._held
+            for h in added:
+                held[h.key] = h
+            self._in_hand += len(added)
+        return added
 
     def claim_report(self, held: Held) -> bool:
         """True for the first caller only: exactly one ending per run is written."""

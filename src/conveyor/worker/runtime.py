@@ -396,9 +396,9 @@ class Worker:
     def _accept(self, q: Queue, jobs: list[Job]) -> None:
         self.stats.add(claimed=len(jobs))
         runs = []
-        for job in jobs:
-            held = self._held.add(job, Context(job, q, stopping=self._stopping))
-            prepared = invoke.prepare(self.app, job)
+        stopping = self._stopping
+        for held in self._held.add([Context(job, q, stopping=stopping) for job in jobs]):
+            prepared = invoke.prepare(self.app, held.job)
             if isinstance(prepared, Outcome):  # unknown task, or a payload that does not fit
                 self._ended(held, prepared)
             else:
