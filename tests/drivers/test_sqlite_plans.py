@@ -32,3 +32,17 @@ def test_the_worker_claim_walks_the_claimable_index_without_sorting(tmp_path: Pa
     )
     assert "USING INDEX conveyor_jobs_claimable" in found
     assert "TEMP B-TREE" not in found
+
+
+def test_a_claim_is_acknowledged_and_released_through_the_index_of_running_claims(
+    tmp_path: Path,
+) -> None:
+    # The index holds running jobs only (migration 0019): a statement can use it only if
+    # its guard is written as the index's predicate. A plan that scans the table instead
+    # would make each acknowledgement cost as much as the history of finished jobs.
+    path = tmp_path / "q.db"
+    conveyor.connect(f"sqlite:///{path}", use_env=False).close()
+    assert "USING INDEX conveyor_jobs_claim " in plan(path, "ack_claim", claim_id="c")
+    for queues in (None, '["default"]'):
+        found = plan(path, "release_claim", claim_id="c", queues=queues)
+        assert "USING INDEX conveyor_jobs_claim " in found, found

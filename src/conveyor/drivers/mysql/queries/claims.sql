@@ -67,7 +67,7 @@ SELECT (SELECT count(*) FROM conveyor_count_deltas) AS deltas, CASE
 
 -- name: ack_claim_lock
 SELECT id, queue, task, status, has_dependents FROM conveyor_jobs
-WHERE claim_id = :claim_id AND status IN {from_ack}
+WHERE running_claim = :claim_id AND status IN {from_ack}
 FOR UPDATE;
 
 -- name: ack_claim_update
@@ -78,7 +78,7 @@ WHERE id IN :locked AND status IN {from_ack};
 
 -- name: release_claim_lock
 SELECT id, queue, task, status, has_dependents FROM conveyor_jobs
-WHERE claim_id = :claim_id AND status IN {from_release}
+WHERE running_claim = :claim_id AND status IN {from_release}
   AND (:queues IS NULL
        OR queue IN (SELECT q FROM JSON_TABLE(:queues, '$[*]' COLUMNS (q {text} PATH '$')) AS t))
 FOR UPDATE;
