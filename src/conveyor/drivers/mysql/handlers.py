@@ -428,6 +428,16 @@ def fold_counts(session: HandlerSession, params: Mapping[str, Any]) -> Steps:
     return [{"folded": len(ids), "more": len(ids) == _FOLD_BATCH}]
 
 
+def pending_summary(session: HandlerSession, params: Mapping[str, Any]) -> Steps:
+    """Per queue with pending jobs, a statement that names it as a constant (see
+    ``pending_summary_of``)."""
+    queues: list[Row] = yield Rows("pending_queues", {"queue": params["queue"]})
+    out: list[Row] = []
+    for row in queues:
+        out += yield Rows("pending_summary_of", {"queue": row["queue"]})
+    return out
+
+
 HANDLERS: dict[str, Handler] = {
     # admin
     "reopen_job": guarded("reopen_job_lock", "reopen_job_update"),
@@ -458,6 +468,7 @@ HANDLERS: dict[str, Handler] = {
     "save_queue_settings": upsert_then("save_queue_settings_upsert", "queue_settings", "queue"),
     # reading
     "fold_counts": fold_counts,
+    "pending_summary": pending_summary,
     # registry
     "save_schedule": upsert_then("save_schedule_upsert", "schedule_by_name", "name"),
     "take_schedule_slot": take_schedule_slot,
