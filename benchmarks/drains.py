@@ -416,12 +416,13 @@ def drain_on(system: DrainSystem, db: str, n: int, processes: int,
             err = (logs / f"stderr-{failed[0]}.txt").read_text(errors="replace")
             raise RuntimeError(f"{system.name}: a worker exited with "
                                f"{procs[failed[0]].returncode}: {err.strip()[-600:]}")  # fmt: skip
-        seen, first, last = _read_logs(logs)
+        seen, stamps = _read_logs(logs)
+        first, last = stamps[0], stamps[-1]
         verify_once(seen, n, len(seen), what=f"{system.name} drain")
         system.check(run)
         span = max(last - first, 1) / 1e9 * (n / (n - 1) if n > 1 else 1.0)
         out: dict[str, Any] = {"jobs/s": n / span, "processes": processes}
-        cpu = sampler.per_job(_stamps(logs))
+        cpu = sampler.per_job(stamps)
         if cpu is not None:
             out["cpu"] = cpu
         held = _lock_held(logs)
@@ -535,28 +536,20 @@ class CpuSampler:
         )
 
 
-def _stamps(logs: Path) -> list[int]:
-    """Every job's log time, in order."""
-    return sorted(
-        int(line.split()[1])
-        for path in logs.glob("*.log")
-        for line in path.read_bytes().splitlines()
-    )
-
-
-def _read_logs(logs: Path) -> tuple[list[int], int, int]:
+def _read_logs(logs: Path) -> tuple[list[int], list[int]]:
+    """Every job's number, and every job's log time in order (the span, and the CPU
+    sampler's window)."""
     seen: list[int] = []
-    first, last = None, 0
+    stamps: list[int] = []
     for path in logs.glob("*.log"):
         for line in path.read_bytes().splitlines():
             number, stamp = line.split()
             seen.append(int(number))
-            t = int(stamp)
-            first = t if first is None or t < first else first
-            last = max(last, t)
-    if first is None:
+            stamps.append(int(stamp))
+    if not stamps:
         raise VerificationFailed("drain: no job ran")
-    return seen, first, last
+    stamps.sort()
+    return seen, stamps
 
 
 def _lock_held(logs: Path) -> tuple[int, int, int | None] | None:

@@ -41,17 +41,16 @@ class Binding:
         )
         self._var_keyword = any(p.kind is _P.VAR_KEYWORD for p in params[1:])
         # Checked on every run; inspect's full bind runs only when one is missing.
-        self._required = [
+        self._required = frozenset(
             p.name
             for p in params[1:]
             if p.default is _P.empty and p.kind not in (_P.VAR_POSITIONAL, _P.VAR_KEYWORD)
-        ]
+        )
         # Every parameter taken by keyword (no positional-only one, no *args): a payload
         # whose members are all parameters and hold every required one is the keywords
         # themselves, checked with two set comparisons (each job a worker runs passes here).
         by_keyword = all(p.kind in (_P.POSITIONAL_OR_KEYWORD, _P.KEYWORD_ONLY) for p in params[1:])
         self._keywords = frozenset(self.parameters) if by_keyword else None
-        self._required_set = frozenset(self._required)
 
     def to_payload(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:
         """The JSON object stored for a call with ``args`` and ``kwargs``."""
@@ -87,7 +86,7 @@ class Binding:
         keywords = self._keywords
         if keywords is not None and type(payload) is dict:
             given = payload.keys()
-            if given <= keywords and self._required_set <= given:
+            if given <= keywords and self._required <= given:
                 return [], dict(payload)
         if not isinstance(payload, dict):
             raise PayloadMismatch(f"expected a JSON object, got {type(payload).__name__}")
@@ -123,7 +122,7 @@ class Binding:
         if rest and not self._var_keyword:
             raise PayloadMismatch(f"unexpected field(s) {', '.join(sorted(rest))}")
         kwargs.update(rest)
-        if self._ctx_name in kwargs or any(name not in payload for name in self._required):
+        if self._ctx_name in kwargs or not self._required <= payload.keys():
             try:  # for inspect's own words about what is missing
                 self._signature.bind(None, *args, **kwargs)
             except TypeError as exc:
