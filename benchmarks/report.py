@@ -117,8 +117,9 @@ def floor_shares(t: Table, backend: str) -> list[str]:
             rows.append((f"bulk enqueue, {name}, 1 process", v, floor_bulk, "floor"))
     floor_q = t.value(PROCS, backend, FLOOR_QUEUE, "jobs/s")
     floor_1 = t.value(PROCS, backend, FLOOR_ONE, "jobs/s") or floor_q
+    # "4 processes", without the CPU note the floor queue's figure may carry after it.
     processes = (t.get(PROCS, backend, FLOOR_QUEUE, "jobs/s") or Summary("", "", "", "", 0, 0,
-                 0, 0, "N processes")).note  # fmt: skip
+                 0, 0, "N processes")).note.split(";")[0]  # fmt: skip
     for name in ("conveyor", ACKED):
         v = t.value("drain", backend, name, "jobs/s")
         if v and floor_1:

@@ -405,6 +405,20 @@ def test_targets_are_ratios_against_the_same_run() -> None:
     assert (unmeasured.measured, unmeasured.holds) == ("not measured", None)
 
 
+def test_the_floor_share_names_the_processes_without_the_floors_cpu_note() -> None:
+    procs = "drain, worker processes"
+    note = "4 processes; CPU 40 µs per job (30 in the workers), 1.92 of 2 cores busy"
+    figures = [
+        Figure(procs, "postgresql", "floor queue", "jobs/s", 40_000.0, note),
+        Figure(procs, "postgresql", "conveyor worker", "jobs/s", 16_000.0,
+               "4 processes; CPU 117 µs per job (56 in the workers), 1.89 of 2 cores busy"),
+    ]  # fmt: skip
+    rows = report.floor_shares(report.Table(summarise(figures)), "postgresql")
+    assert rows[2:] == [
+        "| drain, conveyor worker, 4 processes | 16,000 | 40,000 | 40% | floor queue, 4 processes |"
+    ]
+
+
 def test_the_payload_search_benchmark_walks_the_whole_table(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
