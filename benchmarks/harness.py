@@ -282,5 +282,5 @@ def print_parts(database: str, jobs: int, runs: int, rates: dict[str, list[float
     base = statistics.median(rates["as migrated"])
     for name, values in rates.items():
         median = statistics.median(values)
-        print(f"  {name:40s} {median:8,.0f}  ({min(values):,.0f}-{max(values):,.0f})"
+        print(f"  {name:44s} {median:8,.0f}  ({min(values):,.0f}-{max(values):,.0f})"
               f"  {median / base:5.2f}x")  # fmt: skip

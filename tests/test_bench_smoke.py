@@ -275,11 +275,24 @@ def test_the_postgres_parts_drain_every_variant_and_drop_their_databases(
     monkeypatch.setattr("sys.argv", argv)
     postgres_parts.main()
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 1 + len(postgres_parts.VARIANTS)
-    for line, name in zip(lines[1:], postgres_parts.VARIANTS, strict=True):
+    variants = len(postgres_parts.VARIANTS)
+    assert len(lines) == 2 * (1 + variants)
+    for line, name in zip(lines[1 : 1 + variants], postgres_parts.VARIANTS, strict=True):
         assert line.strip().startswith(name)
         assert float(line.split()[-3].replace(",", "")) > 0  # jobs/s, measured
+    assert lines[1 + variants].startswith("CPU per job")
+    for line, name in zip(lines[2 + variants :], postgres_parts.VARIANTS, strict=True):
+        server, client = (part.split()[-1] for part in line.split(" / "))
+        assert line.strip().startswith(name) and float(client) > 0
+        # The server is on this machine in the suite: its processes can be read.
+        assert server == "-" if _remote(PG_URL) else float(server) > 0
     assert _pg_databases("conveyor_bench_") == before
+
+
+def _remote(url: str) -> bool:
+    from urllib.parse import urlsplit
+
+    return urlsplit(url).hostname not in ("127.0.0.1", "localhost", "::1")
 
 
 def test_the_soak_measures_its_maximum_then_samples_with_its_retention_restored(
