@@ -36,13 +36,12 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import Figure, pg_database, sqlite_dir
+from benchmarks.harness import Figure, mariadb_database, pg_database, sqlite_dir
 from conveyor.cli.bench import VerificationFailed, verify_once
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -86,23 +85,6 @@ def fresh_database(backend: str, workdir: Path, pg_url: str, mariadb_url: str) -
     else:
         with mariadb_database(mariadb_url) as url:
             yield url
-
-
-@contextlib.contextmanager
-def mariadb_database(url: str) -> Iterator[str]:
-    """A new, empty MariaDB database on the server of ``url``; dropped afterwards."""
-    from benchmarks.floor_queue import mariadb_connect
-
-    name = f"conveyor_bench_{uuid.uuid4().hex[:10]}"
-    admin = mariadb_connect(url)
-    admin.cursor().execute(f"CREATE DATABASE `{name}`")
-    base = url.rsplit("/", 1)[0]
-    try:
-        yield f"{base}/{name}"
-    finally:
-        admin.ping(reconnect=True)
-        admin.cursor().execute(f"DROP DATABASE IF EXISTS `{name}`")
-        admin.close()
 
 
 def mariadb_available(url: str = MARIADB_URL) -> str | None:

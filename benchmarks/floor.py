@@ -4,6 +4,9 @@ A plain loop with no library around it, at the same durability: enqueue one is o
 INSERT in its own transaction; bulk is one multi-row INSERT of 1,000 rows per transaction;
 drain claims 100 jobs in one transaction (an UPDATE ... RETURNING), then completes them in
 a second one, as any durable queue must (the claim has to be on disk before the job runs).
+MariaDB has no ``UPDATE ... RETURNING``: its claim selects the batch ``FOR UPDATE SKIP
+LOCKED`` and updates it in the same transaction, as conveyor's MySQL driver does, under
+the same READ COMMITTED isolation.
 
 ``table="bare"`` uses a minimal jobs table (id, queue, payload, status, claim id, result)
 with one partial index on the pending rows: what the database itself can do.
@@ -24,7 +27,14 @@ from pathlib import Path
 from typing import Any
 
 import conveyor
-from benchmarks.harness import Timed, pg_database, sqlite_connect, sqlite_dir, time_calls
+from benchmarks.harness import (
+    Timed,
+    mariadb_database,
+    pg_database,
+    sqlite_connect,
+    sqlite_dir,
+    time_calls,
+)
 from conveyor.cli.bench import VerificationFailed, verify_once
 
 BATCH = 100
@@ -40,6 +50,14 @@ _PG_BARE = (
     " queue text NOT NULL, payload jsonb, status text NOT NULL DEFAULT 'pending',"
     " claim_id text, result jsonb)",
     "CREATE INDEX jobs_pending ON jobs (queue, id) WHERE status = 'pending'",
+)
+
+# MariaDB has no partial indexes: the pending rows' index is led by status instead.
+_MARIADB_BARE = (
+    "CREATE TABLE jobs (id BIGINT AUTO_INCREMENT PRIMARY KEY, queue VARCHAR(64) NOT NULL,"
+    " payload JSON, status VARCHAR(16) NOT NULL DEFAULT 'pending', claim_id CHAR(32),"
+    " result JSON) ENGINE=InnoDB",
+    "CREATE INDEX jobs_pending ON jobs (status, queue, id)",
 )
 
 # The SQLite clock in epoch seconds, as conveyor's own statements write it.
@@ -89,6 +107,28 @@ _SQL: dict[tuple[str, str], dict[str, str]] = {
         "complete": "UPDATE conveyor_jobs SET status = 'completed', result = NULL,"
         " finished_at = now(), lease_expires_at = NULL"
         " WHERE id = ANY(%s) AND claim_id = %s AND status = 'running'",
+    },
+    ("mariadb", "bare"): {
+        "insert": "INSERT INTO jobs (queue, payload) VALUES (%s, %s)",
+        "claim": "SELECT id, payload FROM jobs WHERE status = 'pending' AND queue = 'default'"
+        " ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED",
+        "take": "UPDATE jobs SET status = 'running', claim_id = %s WHERE id IN ({ids})",
+        "complete": "UPDATE jobs SET status = 'completed', result = NULL"
+        " WHERE id IN ({ids}) AND claim_id = %s AND status = 'running'",
+    },
+    ("mariadb", "conveyor"): {
+        "insert": "INSERT INTO conveyor_jobs (queue, task, payload, run_at, max_attempts,"
+        " created_at, updated_at) VALUES (%s, 'bench.noop', %s, UTC_TIMESTAMP(6), 3,"
+        " UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))",
+        "claim": "SELECT id, payload FROM conveyor_jobs FORCE INDEX (conveyor_jobs_claimable)"
+        " WHERE queue = 'default' AND status = 'pending' AND waiting_for = 0"
+        " AND run_at <= UTC_TIMESTAMP(6) ORDER BY priority, id LIMIT %s FOR UPDATE SKIP LOCKED",
+        "take": "UPDATE conveyor_jobs FORCE INDEX (PRIMARY) SET status = 'running',"
+        " claim_id = %s, attempts = attempts + 1, claimed_at = UTC_TIMESTAMP(6),"
+        " lease_expires_at = UTC_TIMESTAMP(6) + INTERVAL 300 SECOND WHERE id IN ({ids})",
+        "complete": "UPDATE conveyor_jobs FORCE INDEX (PRIMARY) SET status = 'completed',"
+        " result = NULL, finished_at = UTC_TIMESTAMP(6), lease_expires_at = NULL"
+        " WHERE id IN ({ids}) AND claim_id = %s AND status = 'running'",
     },
 }
 
@@ -232,6 +272,88 @@ class PostgresFloor:
                     cur = conn.execute(self.sql["complete"], ([r[0] for r in rows], claim_id))
                     completed += cur.rowcount
                 seen.extend(r[1]["i"] for r in rows)
+            took = time.perf_counter() - started
+            conn.close()
+        if completed != n:
+            raise VerificationFailed(f"{self.name} drain: {completed} of {n} completed")
+        verify_once(seen, n, completed, what=f"{self.name} drain")
+        return took
+
+
+class MariaDBFloor:
+    backend = "mariadb"
+
+    def __init__(self, url: str, table: str = "bare") -> None:
+        self.url = url
+        self.table = table
+        self.name = "floor" if table == "bare" else "floor (conveyor table)"
+        self.sql = _SQL[("mariadb", table)]
+
+    def _open(self, url: str) -> Any:
+        from benchmarks.floor_queue import mariadb_connect
+
+        if self.table == "conveyor":
+            conveyor.connect(url).close()  # migrate only
+        conn = mariadb_connect(url)
+        cur = conn.cursor()
+        # As conveyor's own connections: no gap locks between concurrent claimers.
+        cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
+        if self.table == "bare":
+            for statement in _MARIADB_BARE:
+                cur.execute(statement)
+        return conn
+
+    def enqueue_one(self, n: int, warmup: int = 0) -> Timed:
+        with mariadb_database(self.url) as url:
+            conn = self._open(url)
+            cur, sql = conn.cursor(), self.sql["insert"]
+            lat: Timed = time_calls(
+                lambda i: cur.execute(sql, ("default", json.dumps({"i": i}))), n, warmup
+            )
+            conn.close()
+        return lat
+
+    def _fill(self, conn: Any, n: int) -> float:
+        cur = conn.cursor()
+        started = time.perf_counter()
+        for start in range(0, n, BULK_CHUNK):
+            rows = [("default", json.dumps({"i": i}))
+                    for i in range(start, min(n, start + BULK_CHUNK))]  # fmt: skip
+            conn.begin()
+            cur.execute(multi_row(self.sql["insert"], len(rows)), [v for r in rows for v in r])
+            conn.commit()
+        return time.perf_counter() - started
+
+    def bulk(self, n: int) -> float:
+        with mariadb_database(self.url) as url:
+            conn = self._open(url)
+            took = self._fill(conn, n)
+            conn.close()
+        return took
+
+    def drain(self, n: int) -> float:
+        with mariadb_database(self.url) as url:
+            conn = self._open(url)
+            self._fill(conn, n)
+            cur = conn.cursor()
+            seen: list[int] = []
+            completed = 0
+            started = time.perf_counter()
+            while True:
+                claim_id = uuid.uuid4().hex
+                conn.begin()
+                cur.execute(self.sql["claim"], (BATCH,))
+                rows = list(cur.fetchall())
+                ids = ", ".join(str(int(r[0])) for r in rows)
+                if rows:
+                    cur.execute(self.sql["take"].format(ids=ids), (claim_id,))
+                conn.commit()
+                if not rows:
+                    break
+                conn.begin()
+                completed += cur.execute(self.sql["complete"].format(ids=ids), (claim_id,))
+                conn.commit()
+                seen.extend(json.loads(r[1])["i"] for r in rows)
             took = time.perf_counter() - started
             conn.close()
         if completed != n:

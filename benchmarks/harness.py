@@ -199,6 +199,28 @@ def pg_database(url: str = PG_URL) -> Iterator[str]:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+@contextlib.contextmanager
+def mariadb_database(url: str) -> Iterator[str]:
+    """A new, empty MariaDB database on the server of ``url``; dropped afterwards."""
+    from benchmarks.floor_queue import mariadb_connect
+
+    name = f"conveyor_bench_{uuid.uuid4().hex[:10]}"
+    admin = mariadb_connect(url)
+    admin.cursor().execute(f"CREATE DATABASE `{name}`")
+    base = url.rsplit("/", 1)[0]
+    try:
+        yield f"{base}/{name}"
+    finally:
+        admin.ping(reconnect=True)
+        admin.cursor().execute(f"DROP DATABASE IF EXISTS `{name}`")
+        admin.close()
+
+
+def server_database(backend: str, url: str) -> contextlib.AbstractContextManager[str]:
+    """A new, empty database on the PostgreSQL or MariaDB server of ``url``: its URL."""
+    return mariadb_database(url) if backend == "mariadb" else pg_database(url)
+
+
 def fresh_url(conninfo: str) -> str:
     """A libpq conninfo string as a postgresql:// URL (what conveyor.connect takes)."""
     from psycopg.conninfo import conninfo_to_dict

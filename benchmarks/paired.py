@@ -1,6 +1,6 @@
 """Enqueue one, paired: conveyor against a plain durable commit, in lockstep.
 
-The same database (one SQLite file, one PostgreSQL database) takes, turn about, a plain
+The same database (one SQLite file, one PostgreSQL or MariaDB database) takes, turn about, a plain
 INSERT into a bare table, the same plain INSERT into conveyor's own table, and
 ``Queue.enqueue``. Each is one durable commit. Because the three alternate operation by
 operation, a burst of load from elsewhere on the machine hits all three alike, which
@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import conveyor
-from benchmarks.floor import _NOW, _PG_BARE, _SQL, _SQLITE_BARE
-from benchmarks.harness import Figure, pg_database, sqlite_dir
+from benchmarks.floor import _MARIADB_BARE, _NOW, _PG_BARE, _SQL, _SQLITE_BARE
+from benchmarks.harness import Figure, mariadb_database, pg_database, sqlite_dir
 from conveyor.cli.bench import NOOP_TASK, Latency
 
 WORKLOAD = "enqueue one, paired"
@@ -55,11 +55,29 @@ def _postgres(pg_url: str) -> Iterator[tuple[conveyor.Queue, Callable[[str, str]
             conn.close()
 
 
-def figures(backend: str, workdir: Path, pg_url: str, n: int, warmup: int = 0) -> list[Figure]:
+@contextmanager
+def _mariadb(server_url: str) -> Iterator[tuple[conveyor.Queue, Callable[[str, str], Any]]]:
+    from benchmarks.floor_queue import mariadb_connect
+
+    with mariadb_database(server_url) as url, conveyor.connect(url) as q:
+        conn = mariadb_connect(url)  # autocommit: each INSERT its own durable commit
+        cur = conn.cursor()
+        for statement in _MARIADB_BARE:
+            cur.execute(statement)
+        try:
+            yield q, lambda sql, payload: cur.execute(sql, ("default", payload))
+        finally:
+            conn.close()
+
+
+def figures(backend: str, workdir: Path, server_url: str, n: int,
+            warmup: int = 0) -> list[Figure]:  # fmt: skip
+    """``server_url``: the PostgreSQL or MariaDB server (a new database on it)."""
     sql = {table: _SQL[(backend, table)]["insert"].replace("{now}", _NOW)
            for table in ("bare", "conveyor")}  # fmt: skip
     took: dict[str, list[float]] = {"floor": [], "floor (conveyor table)": [], "conveyor": []}
-    opened = _sqlite(workdir) if backend == "sqlite" else _postgres(pg_url)
+    opened = {"sqlite": lambda: _sqlite(workdir), "mariadb": lambda: _mariadb(server_url),
+              "postgresql": lambda: _postgres(server_url)}[backend]()  # fmt: skip
     with opened as (q, plain):
         steps: list[tuple[str, Callable[[int], Any]]] = [
             ("floor", lambda i: plain(sql["bare"], json.dumps({"i": i}))),

@@ -174,6 +174,33 @@ def test_the_suite_runs_every_workload_on_both_databases(tmp_path: Path) -> None
             assert peer in peers
 
 
+def test_the_suite_measures_mariadb_beside_its_own_floor(tmp_path: Path) -> None:
+    from tests.conftest import MYSQL_URL, require_mysql
+
+    require_mysql()
+    before = _mysql_databases("conveyor_bench_")
+    code = run.main(["--smoke", "--backends", "mariadb", "--mariadb", MYSQL_URL,
+                     "--only", "enqueue_one,bulk,drain,backlog", "--out", str(tmp_path),
+                     "--charts", str(tmp_path / "img")])  # fmt: skip
+    data = json.loads((tmp_path / "smoke.json").read_text())
+    assert code == 0 and not data["meta"]["problems"], data["meta"]["problems"]
+    seen = {(s["system"], s["workload"]) for s in data["summaries"] if s["backend"] == "mariadb"}
+    for system in ("floor", "floor (conveyor table)", "conveyor"):
+        for workload in ("enqueue one", "bulk enqueue", "drain", "enqueue one, paired"):
+            assert (system, workload) in seen, (system, workload)
+    assert ("conveyor (enqueue_ids)", "bulk enqueue") in seen
+    assert ("conveyor (claim with ack)", "drain") in seen
+    assert ("conveyor worker", "drain, worker processes") in seen
+    assert any(w.startswith("claim+complete @") for _, w in seen)
+    assert not any(s in ("pgqueuer", "procrastinate") for s, _ in seen)  # no peer serves it
+    judged = (tmp_path / "smoke.md").read_text().split("### Targets")[1]
+    for row in ("MariaDB enqueue one ≤ 1.2x", "MariaDB default claim(limit=1) + complete at 500",
+                "MariaDB stats() at 500 jobs"):  # fmt: skip
+        line = next(ln for ln in judged.splitlines() if row in ln)
+        assert "not measured" not in line, line
+    assert _mysql_databases("conveyor_bench_") == before
+
+
 def test_the_growth_benchmark_fills_measures_and_judges_each_size(tmp_path: Path) -> None:
     backends = "sqlite" if postgres_problem() else "sqlite,postgresql"
     out = tmp_path / "growth.md"

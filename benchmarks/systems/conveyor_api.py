@@ -1,5 +1,5 @@
 """conveyor through its ``Queue`` API: the workloads of ``conveyor bench``, each on a
-fresh database (a new SQLite file, or a new PostgreSQL database)."""
+fresh database (a new SQLite file, or a new PostgreSQL or MariaDB database)."""
 
 from __future__ import annotations
 
@@ -8,17 +8,19 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import conveyor
-from benchmarks.harness import Timed, pg_database, sqlite_dir, time_calls
+from benchmarks.harness import Timed, server_database, sqlite_dir, time_calls
 from conveyor.cli import bench as workloads
 
 
 class ConveyorAPI:
     name = "conveyor"
 
-    def __init__(self, backend: str, workdir: Path, pg_url: str) -> None:
+    def __init__(self, backend: str, workdir: Path, server_url: str) -> None:
+        """``server_url``: the PostgreSQL or MariaDB server (a database of its own each
+        time); unused on SQLite."""
         self.backend = backend
         self.workdir = workdir
-        self.pg_url = pg_url
+        self.server_url = server_url
 
     @contextlib.contextmanager
     def queue(self) -> Iterator[conveyor.Queue]:
@@ -30,7 +32,7 @@ class ConveyorAPI:
             ):
                 yield q
             return
-        with pg_database(self.pg_url) as url, conveyor.connect(url) as q:
+        with server_database(self.backend, self.server_url) as url, conveyor.connect(url) as q:
             yield q
 
     def enqueue_one(self, n: int, warmup: int = 0) -> Timed:
