@@ -311,8 +311,9 @@ def test_the_postgres_parts_drain_every_variant_and_drop_their_databases(
     for line, name in zip(lines[2 + variants :], postgres_parts.VARIANTS, strict=True):
         server, client = (part.split()[-1] for part in line.split(" / "))
         assert line.strip().startswith(name) and float(client) > 0
-        # The server is on this machine in the suite: its processes can be read.
-        assert server == "-" if _remote(PG_URL) else float(server) > 0
+        # The server is on this machine in the suite: its processes can be read (a
+        # figure, though 300 jobs may take less than one clock tick of its CPU).
+        assert server == "-" if _remote(PG_URL) else float(server) >= 0
     assert _pg_databases("conveyor_bench_") == before
 
 
