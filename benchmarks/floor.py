@@ -27,14 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import conveyor
-from benchmarks.harness import (
-    Timed,
-    mariadb_database,
-    pg_database,
-    sqlite_connect,
-    sqlite_dir,
-    time_calls,
-)
+from benchmarks.harness import Timed, server_database, sqlite_connect, sqlite_dir, time_calls
 from conveyor.cli.bench import VerificationFailed, verify_once
 
 BATCH = 100
@@ -209,14 +202,87 @@ class SQLiteFloor:
         return took
 
 
-class PostgresFloor:
-    backend = "postgresql"
+class _ServerFloor:
+    """The floor on a database server: a new database for each measurement, one
+    connection in autocommit mode; a dialect says how it inserts, loads and claims."""
 
-    def __init__(self, pg_url: str, table: str = "bare") -> None:
-        self.pg_url = pg_url
+    backend: str
+
+    def __init__(self, url: str, table: str = "bare") -> None:
+        self.url = url
         self.table = table
         self.name = "floor" if table == "bare" else "floor (conveyor table)"
-        self.sql = _SQL[("postgresql", table)]
+        self.sql = _SQL[(self.backend, table)]
+
+    def _open(self, url: str) -> Any:
+        raise NotImplementedError
+
+    def _insert(self, conn: Any, params: tuple[Any, ...]) -> None:
+        raise NotImplementedError
+
+    def _insert_many(self, conn: Any, sql: str, params: list[Any]) -> None:
+        """``sql`` with ``params`` as one transaction of its own."""
+        raise NotImplementedError
+
+    def _batch(self, conn: Any) -> tuple[list[Any], int]:
+        """Claim up to ``BATCH`` jobs, then complete them, each in a transaction: the
+        claimed rows (id, payload) and how many the completion changed."""
+        raise NotImplementedError
+
+    def enqueue_one(self, n: int, warmup: int = 0) -> Timed:
+        with server_database(self.backend, self.url) as url:
+            conn = self._open(url)
+            lat: Timed = time_calls(
+                lambda i: self._insert(conn, ("default", json.dumps({"i": i}))), n, warmup
+            )
+            conn.close()
+        return lat
+
+    def _fill(self, conn: Any, n: int) -> float:
+        started = time.perf_counter()
+        for start in range(0, n, BULK_CHUNK):
+            rows = [("default", json.dumps({"i": i}))
+                    for i in range(start, min(n, start + BULK_CHUNK))]  # fmt: skip
+            self._insert_many(conn, multi_row(self.sql["insert"], len(rows)),
+                              [v for r in rows for v in r])  # fmt: skip
+        return time.perf_counter() - started
+
+    def bulk(self, n: int) -> float:
+        with server_database(self.backend, self.url) as url:
+            conn = self._open(url)
+            took = self._fill(conn, n)
+            conn.close()
+        return took
+
+    def drain(self, n: int) -> float:
+        with server_database(self.backend, self.url) as url:
+            conn = self._open(url)
+            self._fill(conn, n)
+            seen: list[int] = []
+            completed = 0
+            started = time.perf_counter()
+            while True:
+                rows, done = self._batch(conn)
+                if not rows:
+                    break
+                completed += done
+                seen.extend(_number(r[1]) for r in rows)
+            took = time.perf_counter() - started
+            conn.close()
+        if completed != n:
+            raise VerificationFailed(f"{self.name} drain: {completed} of {n} completed")
+        verify_once(seen, n, completed, what=f"{self.name} drain")
+        return took
+
+
+def _number(payload: Any) -> int:
+    """The job's number from its payload: jsonb arrives parsed, MariaDB's JSON as text."""
+    value: int = (json.loads(payload) if isinstance(payload, str | bytes) else payload)["i"]
+    return value
+
+
+class PostgresFloor(_ServerFloor):
+    backend = "postgresql"
 
     def _open(self, url: str) -> Any:
         import psycopg
@@ -229,65 +295,26 @@ class PostgresFloor:
                 conn.execute(statement)
         return conn
 
-    def enqueue_one(self, n: int, warmup: int = 0) -> Timed:
-        with pg_database(self.pg_url) as url:
-            conn = self._open(url)
-            sql = self.sql["insert"]
-            lat: Timed = time_calls(
-                lambda i: conn.execute(sql, ("default", json.dumps({"i": i}))), n, warmup
-            )
-            conn.close()
-        return lat
+    def _insert(self, conn: Any, params: tuple[Any, ...]) -> None:
+        conn.execute(self.sql["insert"], params)
 
-    def _fill(self, conn: Any, n: int) -> float:
-        started = time.perf_counter()
-        for start in range(0, n, BULK_CHUNK):
-            rows = [("default", json.dumps({"i": i}))
-                    for i in range(start, min(n, start + BULK_CHUNK))]  # fmt: skip
-            with conn.transaction():
-                conn.execute(multi_row(self.sql["insert"], len(rows)), [v for r in rows for v in r])
-        return time.perf_counter() - started
+    def _insert_many(self, conn: Any, sql: str, params: list[Any]) -> None:
+        with conn.transaction():
+            conn.execute(sql, params)
 
-    def bulk(self, n: int) -> float:
-        with pg_database(self.pg_url) as url:
-            conn = self._open(url)
-            took = self._fill(conn, n)
-            conn.close()
-        return took
-
-    def drain(self, n: int) -> float:
-        with pg_database(self.pg_url) as url:
-            conn = self._open(url)
-            self._fill(conn, n)
-            seen: list[int] = []
-            completed = 0
-            started = time.perf_counter()
-            while True:
-                claim_id = uuid.uuid4().hex
-                with conn.transaction():
-                    rows = conn.execute(self.sql["claim"], (claim_id, BATCH)).fetchall()
-                if not rows:
-                    break
-                with conn.transaction():
-                    cur = conn.execute(self.sql["complete"], ([r[0] for r in rows], claim_id))
-                    completed += cur.rowcount
-                seen.extend(r[1]["i"] for r in rows)
-            took = time.perf_counter() - started
-            conn.close()
-        if completed != n:
-            raise VerificationFailed(f"{self.name} drain: {completed} of {n} completed")
-        verify_once(seen, n, completed, what=f"{self.name} drain")
-        return took
+    def _batch(self, conn: Any) -> tuple[list[Any], int]:
+        claim_id = uuid.uuid4().hex
+        with conn.transaction():
+            rows = conn.execute(self.sql["claim"], (claim_id, BATCH)).fetchall()
+        if not rows:
+            return [], 0
+        with conn.transaction():
+            cur = conn.execute(self.sql["complete"], ([r[0] for r in rows], claim_id))
+        return rows, cur.rowcount
 
 
-class MariaDBFloor:
+class MariaDBFloor(_ServerFloor):
     backend = "mariadb"
-
-    def __init__(self, url: str, table: str = "bare") -> None:
-        self.url = url
-        self.table = table
-        self.name = "floor" if table == "bare" else "floor (conveyor table)"
-        self.sql = _SQL[("mariadb", table)]
 
     def _open(self, url: str) -> Any:
         from benchmarks.floor_queue import mariadb_connect
@@ -303,60 +330,28 @@ class MariaDBFloor:
                 cur.execute(statement)
         return conn
 
-    def enqueue_one(self, n: int, warmup: int = 0) -> Timed:
-        with mariadb_database(self.url) as url:
-            conn = self._open(url)
-            cur, sql = conn.cursor(), self.sql["insert"]
-            lat: Timed = time_calls(
-                lambda i: cur.execute(sql, ("default", json.dumps({"i": i}))), n, warmup
-            )
-            conn.close()
-        return lat
+    def _insert(self, conn: Any, params: tuple[Any, ...]) -> None:
+        conn.cursor().execute(self.sql["insert"], params)
 
-    def _fill(self, conn: Any, n: int) -> float:
+    def _insert_many(self, conn: Any, sql: str, params: list[Any]) -> None:
+        conn.begin()
+        conn.cursor().execute(sql, params)
+        conn.commit()
+
+    def _batch(self, conn: Any) -> tuple[list[Any], int]:
+        # No UPDATE … RETURNING: the batch is locked, then taken, in one transaction.
+        claim_id = uuid.uuid4().hex
         cur = conn.cursor()
-        started = time.perf_counter()
-        for start in range(0, n, BULK_CHUNK):
-            rows = [("default", json.dumps({"i": i}))
-                    for i in range(start, min(n, start + BULK_CHUNK))]  # fmt: skip
-            conn.begin()
-            cur.execute(multi_row(self.sql["insert"], len(rows)), [v for r in rows for v in r])
-            conn.commit()
-        return time.perf_counter() - started
-
-    def bulk(self, n: int) -> float:
-        with mariadb_database(self.url) as url:
-            conn = self._open(url)
-            took = self._fill(conn, n)
-            conn.close()
-        return took
-
-    def drain(self, n: int) -> float:
-        with mariadb_database(self.url) as url:
-            conn = self._open(url)
-            self._fill(conn, n)
-            cur = conn.cursor()
-            seen: list[int] = []
-            completed = 0
-            started = time.perf_counter()
-            while True:
-                claim_id = uuid.uuid4().hex
-                conn.begin()
-                cur.execute(self.sql["claim"], (BATCH,))
-                rows = list(cur.fetchall())
-                ids = ", ".join(str(int(r[0])) for r in rows)
-                if rows:
-                    cur.execute(self.sql["take"].format(ids=ids), (claim_id,))
-                conn.commit()
-                if not rows:
-                    break
-                conn.begin()
-                completed += cur.execute(self.sql["complete"].format(ids=ids), (claim_id,))
-                conn.commit()
-                seen.extend(json.loads(r[1])["i"] for r in rows)
-            took = time.perf_counter() - started
-            conn.close()
-        if completed != n:
-            raise VerificationFailed(f"{self.name} drain: {completed} of {n} completed")
-        verify_once(seen, n, completed, what=f"{self.name} drain")
-        return took
+        conn.begin()
+        cur.execute(self.sql["claim"], (BATCH,))
+        rows = list(cur.fetchall())
+        ids = ", ".join(str(int(r[0])) for r in rows)
+        if rows:
+            cur.execute(self.sql["take"].format(ids=ids), (claim_id,))
+        conn.commit()
+        if not rows:
+            return [], 0
+        conn.begin()
+        done = cur.execute(self.sql["complete"].format(ids=ids), (claim_id,))
+        conn.commit()
+        return rows, int(done)
