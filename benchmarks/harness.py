@@ -207,11 +207,13 @@ def mariadb_database(url: str) -> Iterator[str]:
     name = f"conveyor_bench_{uuid.uuid4().hex[:10]}"
     admin = mariadb_connect(url)
     admin.cursor().execute(f"CREATE DATABASE `{name}`")
+    admin.close()
     base = url.rsplit("/", 1)[0]
     try:
         yield f"{base}/{name}"
     finally:
-        admin.ping(reconnect=True)
+        # A connection of its own: one held open meanwhile may have timed out.
+        admin = mariadb_connect(url)
         admin.cursor().execute(f"DROP DATABASE IF EXISTS `{name}`")
         admin.close()
 
