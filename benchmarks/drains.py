@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import Figure, mariadb_database, pg_database, sqlite_dir
+from benchmarks.harness import Figure, cpu_ticks, mariadb_database, pg_database, sqlite_dir
 from conveyor.cli.bench import VerificationFailed, verify_once
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -478,10 +478,7 @@ class CpuSampler:
         busy = sum(ticks) - ticks[3] - ticks[4]
         workers = 0
         for pid in self._family():
-            with contextlib.suppress(OSError, IndexError, ValueError):
-                with open(f"/proc/{pid}/stat", "rb") as f:
-                    after_name = f.read().rsplit(b")", 1)[1].split()
-                workers += int(after_name[11]) + int(after_name[12])  # utime, stime
+            workers += cpu_ticks(pid) or 0
         self._samples.append((time.time_ns(), busy / self._TICK, workers / self._TICK))
 
     def _family(self) -> set[int]:

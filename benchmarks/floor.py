@@ -217,7 +217,8 @@ class _ServerFloor:
     def _open(self, url: str) -> Any:
         raise NotImplementedError
 
-    def _insert(self, conn: Any, params: tuple[Any, ...]) -> None:
+    def _run(self, conn: Any, sql: str, params: tuple[Any, ...]) -> None:
+        """One statement, committed on its own (the connection is in autocommit)."""
         raise NotImplementedError
 
     def _insert_many(self, conn: Any, sql: str, params: list[Any]) -> None:
@@ -230,10 +231,11 @@ class _ServerFloor:
         raise NotImplementedError
 
     def enqueue_one(self, n: int, warmup: int = 0) -> Timed:
+        sql = self.sql["insert"]
         with server_database(self.backend, self.url) as url:
             conn = self._open(url)
             lat: Timed = time_calls(
-                lambda i: self._insert(conn, ("default", json.dumps({"i": i}))), n, warmup
+                lambda i: self._run(conn, sql, ("default", json.dumps({"i": i}))), n, warmup
             )
             conn.close()
         return lat
@@ -295,8 +297,8 @@ class PostgresFloor(_ServerFloor):
                 conn.execute(statement)
         return conn
 
-    def _insert(self, conn: Any, params: tuple[Any, ...]) -> None:
-        conn.execute(self.sql["insert"], params)
+    def _run(self, conn: Any, sql: str, params: tuple[Any, ...]) -> None:
+        conn.execute(sql, params)
 
     def _insert_many(self, conn: Any, sql: str, params: list[Any]) -> None:
         with conn.transaction():
@@ -330,8 +332,8 @@ class MariaDBFloor(_ServerFloor):
                 cur.execute(statement)
         return conn
 
-    def _insert(self, conn: Any, params: tuple[Any, ...]) -> None:
-        conn.cursor().execute(self.sql["insert"], params)
+    def _run(self, conn: Any, sql: str, params: tuple[Any, ...]) -> None:
+        conn.cursor().execute(sql, params)
 
     def _insert_many(self, conn: Any, sql: str, params: list[Any]) -> None:
         conn.begin()

@@ -281,6 +281,17 @@ def machine() -> dict[str, Any]:
     }
 
 
+def cpu_ticks(pid: int) -> int | None:
+    """CPU time (user and system, its threads included) a local process has spent, in
+    clock ticks, from /proc; None where it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            after_name = f.read().rsplit(b")", 1)[1].split()
+        return int(after_name[11]) + int(after_name[12])  # utime, stime
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def rss_mb(pid: int | None = None) -> float:
     """Resident memory of a process (this one by default), in MB, from /proc."""
     status = Path(f"/proc/{pid or os.getpid()}/status").read_text()

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import conveyor
-from benchmarks.floor import _MARIADB_BARE, _NOW, _PG_BARE, _SQL, _SQLITE_BARE
-from benchmarks.harness import Figure, mariadb_database, pg_database, sqlite_dir
+from benchmarks.floor import _NOW, _SQL, _SQLITE_BARE, MariaDBFloor, PostgresFloor
+from benchmarks.harness import Figure, server_database, sqlite_dir
 from conveyor.cli.bench import NOOP_TASK, Latency
 
 WORKLOAD = "enqueue one, paired"
@@ -42,30 +42,15 @@ def _sqlite(workdir: Path) -> Iterator[tuple[conveyor.Queue, Callable[[str, str]
 
 
 @contextmanager
-def _postgres(pg_url: str) -> Iterator[tuple[conveyor.Queue, Callable[[str, str], Any]]]:
-    import psycopg
-
-    with pg_database(pg_url) as url, conveyor.connect(url) as q:
-        conn = psycopg.connect(url, autocommit=True)
-        for statement in _PG_BARE:
-            conn.execute(statement)
+def _server(
+    floor: MariaDBFloor | PostgresFloor,
+) -> Iterator[tuple[conveyor.Queue, Callable[[str, str], Any]]]:
+    """A new database on the floor's server: the queue, and the floor's own connection
+    (autocommit, its bare table made) for the plain INSERTs."""
+    with server_database(floor.backend, floor.url) as url, conveyor.connect(url) as q:
+        conn = floor._open(url)
         try:
-            yield q, lambda sql, payload: conn.execute(sql, ("default", payload))
-        finally:
-            conn.close()
-
-
-@contextmanager
-def _mariadb(server_url: str) -> Iterator[tuple[conveyor.Queue, Callable[[str, str], Any]]]:
-    from benchmarks.floor_queue import mariadb_connect
-
-    with mariadb_database(server_url) as url, conveyor.connect(url) as q:
-        conn = mariadb_connect(url)  # autocommit: each INSERT its own durable commit
-        cur = conn.cursor()
-        for statement in _MARIADB_BARE:
-            cur.execute(statement)
-        try:
-            yield q, lambda sql, payload: cur.execute(sql, ("default", payload))
+            yield q, lambda sql, payload: floor._run(conn, sql, ("default", payload))
         finally:
             conn.close()
 
@@ -76,8 +61,9 @@ def figures(backend: str, workdir: Path, server_url: str, n: int,
     sql = {table: _SQL[(backend, table)]["insert"].replace("{now}", _NOW)
            for table in ("bare", "conveyor")}  # fmt: skip
     took: dict[str, list[float]] = {"floor": [], "floor (conveyor table)": [], "conveyor": []}
-    opened = {"sqlite": lambda: _sqlite(workdir), "mariadb": lambda: _mariadb(server_url),
-              "postgresql": lambda: _postgres(server_url)}[backend]()  # fmt: skip
+    opened = (_sqlite(workdir) if backend == "sqlite"
+              else _server(MariaDBFloor(server_url) if backend == "mariadb"
+                           else PostgresFloor(server_url)))  # fmt: skip
     with opened as (q, plain):
         steps: list[tuple[str, Callable[[int], Any]]] = [
             ("floor", lambda i: plain(sql["bare"], json.dumps({"i": i}))),

@@ -36,7 +36,7 @@ if __package__ in (None, ""):  # run as a script: make `benchmarks` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import conveyor
-from benchmarks.harness import parts_arguments, pg_database, print_parts
+from benchmarks.harness import cpu_ticks, parts_arguments, pg_database, print_parts
 from conveyor.cli.bench import drain_acked, enqueue_bulk
 
 URL = "postgresql://root@127.0.0.1:5432/test"
@@ -59,15 +59,6 @@ VARIANTS: dict[str, tuple[str, ...]] = {
 }
 
 
-def _ticks(pid: int) -> int | None:
-    """CPU time (user and system) a local process has spent, in clock ticks."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return int(fields[11]) + int(fields[12])
-
-
 def _server_ticks(conn: Any) -> dict[int, int | None]:
     """Each server process of ``conn``'s database (but ``conn``'s own) and each
     background process, with its CPU ticks so far."""
@@ -75,7 +66,7 @@ def _server_ticks(conn: Any) -> dict[int, int | None]:
         "SELECT pid FROM pg_stat_activity WHERE pid <> pg_backend_pid()"
         " AND (datname = current_database() OR backend_type <> 'client backend')"
     ).fetchall()
-    return {pid: _ticks(pid) for (pid,) in rows}
+    return {pid: cpu_ticks(pid) for (pid,) in rows}
 
 
 def _server_cpu(before: dict[int, int | None], after: dict[int, int | None]) -> float | None:
