@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 from conveyor.drivers.base import Capabilities, Driver, Handler, Session
 from conveyor.drivers.operations import Operation
 from conveyor.drivers.sql import Statements, load_migrations, load_queries, split_statements
-from conveyor.drivers.sqlite import bulk, counting
+from conveyor.drivers.sqlite import bulk, counting, writers
 from conveyor.drivers.sqlite.watch import (
     HOT_FOR,
     HOT_INTERVAL,
@@ -75,6 +75,29 @@ def _as_dicts(description: Any, rows: list[tuple[Any, ...]]) -> list[Row]:
     are made in two thirds of the time a list comprehension took."""
     names = [column[0] for column in description]
     return list(map(dict, map(partial(zip, names), rows)))
+
+
+class _Turn:
+    """This driver's way into its file's writer turn (writers.py), waiting no longer than
+    its busy timeout, as for SQLite's own lock; without a turn, nothing."""
+
+    __slots__ = ("_path", "_timeout", "_turn")
+
+    def __init__(self, turn: writers.WriterTurn | None, timeout: float, path: str) -> None:
+        self._turn = turn
+        self._timeout = timeout
+        self._path = path
+
+    def __enter__(self) -> None:
+        if self._turn is not None and not self._turn.take(self._timeout):
+            raise DatabaseError(
+                f"SQLite database is busy: other writers of {self._path} kept it for "
+                f"{self._timeout:g}s (raise ?timeout=)"
+            )
+
+    def __exit__(self, *exc: object) -> None:
+        if self._turn is not None:
+            self._turn.give()
 
 
 class _SQLiteSession(Session):
@@ -223,6 +246,10 @@ class SQLiteDriver(Driver):
         # connection. Reads use connections of their own (WAL readers never wait for the
         # writer), so a write lock held by another process stalls no read here.
         self._lock = threading.RLock()
+        # Writers of this file, in every process, take turns before taking that lock
+        # (writers.py): the kernel hands the write lock on without the busy handler's sleeps.
+        self._writer_turn = writers.turn_for(path)
+        self._turn = _Turn(self._writer_turn, timeout, path)
         self._readers: queue.SimpleQueue[sqlite3.Connection] = queue.SimpleQueue()
         self._all_readers: list[sqlite3.Connection] = []
         self._closed = False
@@ -262,7 +289,7 @@ class SQLiteDriver(Driver):
             with self._reading() as session:
                 yield session
             return
-        with self._lock:
+        with self._turn, self._lock:
             with _translated(self.path):  # a closed connection fails here, as ProgrammingError
                 cur = self._conn.cursor()
                 cur.execute("BEGIN IMMEDIATE" if write else "BEGIN")
@@ -299,7 +326,7 @@ class SQLiteDriver(Driver):
                 if rows:
                     session.notify(queues=queues, finished=finished)
             return rows
-        with self._lock:
+        with self._turn, self._lock:
             try:  # a closed connection fails here too, as ProgrammingError
                 cur = self._conn.execute(self._queries[op.op], op.params())
                 found = cur.fetchall()
@@ -353,7 +380,7 @@ class SQLiteDriver(Driver):
     # -- schema ---------------------------------------------------------------------
     def migrate(self, target: int | None = None) -> list[int]:
         applied: list[int] = []
-        with self._lock, _translated(self.path):
+        with self._turn, self._lock, _translated(self.path):
             cur = self._conn.cursor()
             cur.execute("BEGIN IMMEDIATE")  # one migrator at a time, across processes
             try:
@@ -390,7 +417,7 @@ class SQLiteDriver(Driver):
         return self._migrations[-1].version
 
     def drop_schema(self) -> None:
-        with self._lock, _translated(self.path):
+        with self._turn, self._lock, _translated(self.path):
             names = [
                 r[0]
                 for r in self._conn.execute(
@@ -507,6 +534,9 @@ class SQLiteDriver(Driver):
             for reader in self._all_readers:
                 reader.close()
             self._all_readers.clear()
+            turn, self._writer_turn = self._writer_turn, None
+        if turn is not None:
+            turn.release()
 
     def describe(self) -> str:
         return f"sqlite:///{self.path}"
