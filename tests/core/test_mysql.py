@@ -519,3 +519,45 @@ def test_processes_through_mysqlclient_claim_each_job_once_and_a_kill_leaves_who
         assert all(j.attempts == 1 and j.worker for j in running)
         stats = q.stats()
         assert stats.running == len(running) and stats.pending + stats.running == 20_000
+
+
+class _Steps:
+    """What a handler asks of a session, answered as a server would."""
+
+    def __init__(self, *, returning_inserts: bool) -> None:
+        self.returning_inserts = returning_inserts
+        self.consecutive_ids = True
+        self.counts_moves = True
+
+
+def _steps_of_one_enqueue(session: _Steps) -> list[str]:
+    from conveyor.drivers.mysql.handlers import Insert, Rows, insert_job
+
+    asked, answer, result = [], None, None
+    steps = insert_job(session, {"queue": "q"})  # type: ignore[arg-type]
+    while result is None:
+        try:
+            step = steps.send(answer)
+        except StopIteration as done:
+            result = done.value
+            break
+        assert isinstance(step, Insert | Rows)
+        asked.append(step.name)
+        answer = (7, 1) if isinstance(step, Insert) else [{"id": 7}]
+    assert result == [{"id": 7}]
+    return asked
+
+
+def test_one_enqueue_is_one_statement_on_mariadb_and_two_on_mysql(my_url: str) -> None:
+    """MariaDB's INSERT … RETURNING gives the new job's id and times: no SELECT after it."""
+    assert _steps_of_one_enqueue(_Steps(returning_inserts=True)) == ["insert_job_returning"]
+    assert _steps_of_one_enqueue(_Steps(returning_inserts=False)) == [
+        "insert_job",
+        "inserted_jobs",
+    ]
+    with conveyor.connect(my_url) as q:
+        with q.driver.session() as session:
+            assert session.returning_inserts is q.driver.mariadb  # type: ignore[attr-defined]
+        job = q.enqueue("t", key="k", payload={"n": 1})
+        assert q.enqueue("t", key="k").id == job.id  # the key's conflict: the same job
+        assert q.get(job.id) == job

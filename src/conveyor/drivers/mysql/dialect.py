@@ -181,6 +181,10 @@ def bind(
     return statement, rest
 
 
+# Statements only MariaDB parses; a session tells whether it has them (returning_inserts).
+MARIADB_ONLY = ("insert_job_returning",)
+
+
 def is_mariadb(version: str) -> bool:
     return "mariadb" in version.lower()
 
@@ -237,6 +241,9 @@ class MySQLValues(Values):
         self.mariadb = is_mariadb(server_version)
         found = macros(MARIADB_COLLATION if self.mariadb else MYSQL_COLLATION)
         self._queries = load_queries(PACKAGE, found).map(to_pymysql)
+        if not self.mariadb:  # MariaDB's own statements (INSERT … RETURNING)
+            for name in MARIADB_ONLY:
+                del self._queries[name]
         self._migrations = load_migrations(PACKAGE, found)
 
     def encode_time(self, value: datetime) -> str:

@@ -69,6 +69,12 @@ class HandlerSession(Protocol):
         ...
 
     @property
+    def returning_inserts(self) -> bool:
+        """Whether an INSERT can return the rows it made (MariaDB's ``INSERT …
+        RETURNING``; MySQL has none)."""
+        ...
+
+    @property
     def counts_moves(self) -> bool:
         """Whether a statement that changes jobs' states writes their counts itself (no
         row trigger does: migration 0015)."""
@@ -315,6 +321,9 @@ def end_leases(session: HandlerSession, params: Mapping[str, Any]) -> Steps:
 def insert_job(session: HandlerSession, params: Mapping[str, Any]) -> Steps:
     """An active job with the key already: no row (ON CONFLICT DO NOTHING)."""
     try:
+        if session.returning_inserts:
+            returned: list[Row] = yield Rows("insert_job_returning", params)
+            return returned
         new_id, _ = yield Insert("insert_job", params)
     except DuplicateJob:
         return []

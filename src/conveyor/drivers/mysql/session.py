@@ -117,6 +117,10 @@ class CursorStatements:
     def counts_moves(self) -> bool:
         return self._counts_moves
 
+    @property
+    def returning_inserts(self) -> bool:
+        return "insert_job_returning" in self._queries
+
     def _bound(self, step: Step) -> tuple[str, Mapping[str, Any]]:
         return bind(self._queries.text(step.name, step.params), step.params, self._escape)
 
