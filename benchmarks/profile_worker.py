@@ -67,7 +67,7 @@ def database(backend: str) -> Iterator[str]:
             yield url
 
 
-def worker_drain(url: str, n: int, args: argparse.Namespace) -> float:
+def worker_drain(url: str, n: int, args: argparse.Namespace) -> tuple[float, float]:
     app = _app(url, is_async=args.async_task)
     enqueue_bulk(app.queue, n, queue=QUEUE)
     options = {} if args.prefetch is None else {"prefetch": args.prefetch}
@@ -80,9 +80,9 @@ def worker_drain(url: str, n: int, args: argparse.Namespace) -> float:
 
         profiler = Profiler(interval=0.0005, async_mode="disabled")
         profiler.start()
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     stats = worker.run()
-    took = time.perf_counter() - started
+    took, cpu = time.perf_counter() - started, time.process_time() - cpu
     if profiler is not None:
         profiler.stop()
         print(profiler.output_text(unicode=True, color=False, show_all=False))
@@ -92,13 +92,15 @@ def worker_drain(url: str, n: int, args: argparse.Namespace) -> float:
     if counts.completed != n or counts.pending or counts.running:
         raise SystemExit(f"worker drain: expected {n} completed, got {counts}")
     app.queue.close()
-    return n / took
+    return n / took, cpu / n
 
 
-def api_drain(url: str, n: int) -> float:
+def api_drain(url: str, n: int) -> tuple[float, float]:
     with conveyor.connect(url) as q:
         enqueue_bulk(q, n, queue=QUEUE)
-        return n / drain_acked(q, n, queue=QUEUE)
+        cpu = time.process_time()
+        took = drain_acked(q, n, queue=QUEUE)
+        return n / took, (time.process_time() - cpu) / n
 
 
 def main() -> None:
@@ -111,13 +113,15 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="print a pyinstrument profile")
     args = parser.parse_args()
     with database(args.backend) as url:
-        api = api_drain(url, args.jobs)
+        api, api_cpu = api_drain(url, args.jobs)
     with database(args.backend) as url:
-        rate = worker_drain(url, args.jobs, args)
+        rate, cpu = worker_drain(url, args.jobs, args)
     kind = "async" if args.async_task else "sync"
+    # The CPU is this process's, every thread's (SQLite's work included: it runs here).
     print(
-        f"{args.backend}: claim(ack=) loop {api:,.0f} jobs/s; one worker "
-        f"({kind}, concurrency {args.concurrency}) {rate:,.0f} jobs/s = {rate / api:.0%}"
+        f"{args.backend}: claim(ack=) loop {api:,.0f} jobs/s, {api_cpu * 1e6:.1f} µs of CPU "
+        f"per job; one worker ({kind}, concurrency {args.concurrency}) {rate:,.0f} jobs/s "
+        f"= {rate / api:.0%}, {cpu * 1e6:.1f} µs of CPU per job"
     )
 
 
