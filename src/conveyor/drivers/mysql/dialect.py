@@ -181,8 +181,9 @@ def bind(
     return statement, rest
 
 
-# Statements only MariaDB parses; a session tells whether it has them (returning_inserts).
-MARIADB_ONLY = ("insert_job_returning",)
+# What a single enqueue returns on MariaDB, whose INSERT can (a session tells whether it
+# has that statement: returning_inserts).
+_RETURNING_NEW_JOB = "\nRETURNING id, run_at, created_at"
 
 
 def is_mariadb(version: str) -> bool:
@@ -241,9 +242,9 @@ class MySQLValues(Values):
         self.mariadb = is_mariadb(server_version)
         found = macros(MARIADB_COLLATION if self.mariadb else MYSQL_COLLATION)
         self._queries = load_queries(PACKAGE, found).map(to_pymysql)
-        if not self.mariadb:  # MariaDB's own statements (INSERT … RETURNING)
-            for name in MARIADB_ONLY:
-                del self._queries[name]
+        if self.mariadb:
+            insert = self._queries["insert_job"]
+            self._queries["insert_job_returning"] = insert + _RETURNING_NEW_JOB
         self._migrations = load_migrations(PACKAGE, found)
 
     def encode_time(self, value: datetime) -> str:

@@ -3,25 +3,15 @@
 
 -- name: insert_job
 -- A key already active makes this fail on conveyor_jobs_active_key: the handler turns
--- that into "no row inserted", as ON CONFLICT DO NOTHING does elsewhere.
+-- that into "no row inserted", as ON CONFLICT DO NOTHING does elsewhere. On MariaDB the
+-- driver adds RETURNING (insert_job_returning, MySQLValues._load): one round trip fewer
+-- than reading the new job back with inserted_jobs, which MySQL (no RETURNING) does.
 INSERT INTO conveyor_jobs
     (queue, task, payload, `key`, priority, run_at, max_attempts, job_group, depends_on,
      waiting_for, trace_context, created_at, updated_at)
 VALUES
     (:queue, :task, :payload, :key, :priority, coalesce(:run_at, {now}), :max_attempts,
      :job_group, :depends_on, coalesce(:waiting_for, 0), :trace_context, {now}, {now});
-
--- name: insert_job_returning
--- The same on MariaDB, which returns what the database decided from the INSERT itself
--- (MySQL has no INSERT ... RETURNING: there inserted_jobs reads it after): one round
--- trip fewer per enqueue. Kept only for MariaDB servers (MySQLValues._load).
-INSERT INTO conveyor_jobs
-    (queue, task, payload, `key`, priority, run_at, max_attempts, job_group, depends_on,
-     waiting_for, trace_context, created_at, updated_at)
-VALUES
-    (:queue, :task, :payload, :key, :priority, coalesce(:run_at, {now}), :max_attempts,
-     :job_group, :depends_on, coalesce(:waiting_for, 0), :trace_context, {now}, {now})
-RETURNING id, run_at, created_at;
 
 -- name: insert_jobs
 -- Many jobs without keys or dependencies in one statement. :items is a JSON array of
