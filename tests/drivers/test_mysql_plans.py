@@ -41,10 +41,18 @@ def test_a_claim_is_acknowledged_and_released_through_the_index_of_running_claim
     queue: tuple[conveyor.Queue, str],
 ) -> None:
     q, database = queue
-    assert keys(q, database, "ack_claim_lock", claim_id="c") == ["conveyor_jobs_claim"]
+    # Read through that index first: on so small a table MariaDB at times intersects it
+    # with the status index (an index merge, keys "conveyor_jobs_claim,conveyor_jobs_…").
+    found = keys(q, database, "ack_claim_lock", claim_id="c")
+    assert len(found) == 1 and _first(found[0]) == "conveyor_jobs_claim", found
     for queues in (None, '["default"]'):
         found = keys(q, database, "release_claim_lock", claim_id="c", queues=queues)
-        assert found[0] == "conveyor_jobs_claim", found
+        assert _first(found[0]) == "conveyor_jobs_claim", found
+
+
+def _first(key: str | None) -> str | None:
+    """The first index of a plan's key (an index merge names several)."""
+    return None if key is None else key.replace("|", ",").split(",")[0]
 
 
 def test_the_index_of_claims_holds_running_jobs_only(queue: tuple[conveyor.Queue, str]) -> None:
