@@ -26,6 +26,7 @@ import typer
 import conveyor
 from conveyor.cli.base import app
 from conveyor.config import parse_url
+from conveyor.drivers.sqlite import writers
 from conveyor.errors import ConveyorError, InvalidArgument
 from conveyor.queue import Queue
 
@@ -191,7 +192,7 @@ def scratch_queue(url: str | None = None) -> Iterator[Queue]:
             ) as q:
                 yield q
         finally:
-            for suffix in ("", "-wal", "-shm"):
+            for suffix in ("", "-wal", "-shm", writers.SUFFIX):
                 Path(f"{path}{suffix}").unlink(missing_ok=True)
         return
     if settings.backend == "mysql":
