@@ -81,12 +81,13 @@ class _Turn:
     """This driver's way into its file's writer turn (writers.py), waiting no longer than
     its busy timeout, as for SQLite's own lock; without a turn, nothing."""
 
-    __slots__ = ("_path", "_timeout", "_turn")
+    __slots__ = ("_path", "_released", "_timeout", "_turn")
 
-    def __init__(self, turn: writers.WriterTurn | None, timeout: float, path: str) -> None:
-        self._turn = turn
+    def __init__(self, path: str, timeout: float) -> None:
+        self._turn = writers.turn_for(path)
         self._timeout = timeout
         self._path = path
+        self._released = False
 
     def __enter__(self) -> None:
         if self._turn is not None and not self._turn.take(self._timeout):
@@ -98,6 +99,12 @@ class _Turn:
     def __exit__(self, *exc: object) -> None:
         if self._turn is not None:
             self._turn.give()
+
+    def release(self) -> None:
+        """The driver closes (once): the turn is kept for a write still under way."""
+        if self._turn is not None and not self._released:
+            self._released = True
+            self._turn.release()
 
 
 class _SQLiteSession(Session):
@@ -248,8 +255,7 @@ class SQLiteDriver(Driver):
         self._lock = threading.RLock()
         # Writers of this file, in every process, take turns before taking that lock
         # (writers.py): the kernel hands the write lock on without the busy handler's sleeps.
-        self._writer_turn = writers.turn_for(path)
-        self._turn = _Turn(self._writer_turn, timeout, path)
+        self._turn = _Turn(path, timeout)
         self._readers: queue.SimpleQueue[sqlite3.Connection] = queue.SimpleQueue()
         self._all_readers: list[sqlite3.Connection] = []
         self._closed = False
@@ -534,9 +540,7 @@ class SQLiteDriver(Driver):
             for reader in self._all_readers:
                 reader.close()
             self._all_readers.clear()
-            turn, self._writer_turn = self._writer_turn, None
-        if turn is not None:
-            turn.release()
+            self._turn.release()
 
     def describe(self) -> str:
         return f"sqlite:///{self.path}"
