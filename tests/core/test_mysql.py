@@ -383,6 +383,36 @@ def test_connections_the_server_dropped_are_replaced(my_url: str, client: str) -
     q.close()
 
 
+@CLIENTS
+def test_an_enqueue_right_after_the_server_dropped_its_connections_is_written_once(
+    my_url: str, client: str
+) -> None:
+    """On MariaDB a single enqueue is one autocommitted statement, without the BEGIN that
+    finds a dropped connection before anything runs on it: a connection the server
+    closed is found by its socket instead, and replaced, so the enqueue is written once,
+    every time; a server that is gone is still an error of conveyor's."""
+    q = conveyor.connect(_through(my_url, client, pool_max=4))
+    ids = [q.enqueue("t").id]
+    for _ in range(3):
+        _kill_connections_of(my_url)
+        time.sleep(0.05)  # the server's closing reaches the client's sockets
+        ids.append(q.enqueue("t").id)
+    assert len(set(ids)) == 4
+    assert q.stats().pending == 4
+    assert sorted(job.id for job in q.jobs(limit=10)) == sorted(ids)
+    q.close()
+
+
+def _kill_connections_of(url: str) -> None:
+    with mysql_connection() as admin, admin.cursor() as cur:
+        cur.execute(
+            "SELECT id FROM information_schema.processlist WHERE db = %s AND id <> CONNECTION_ID()",
+            (_database(url),),
+        )
+        for (connection,) in cur.fetchall():
+            cur.execute(f"KILL {int(connection)}")
+
+
 @pytest.mark.parametrize("consecutive", [True, False])
 def test_a_workflows_ids_are_reserved_without_rows_left_behind(
     my_url: str, consecutive: bool
@@ -528,6 +558,7 @@ class _Steps:
         self.returning_inserts = returning_inserts
         self.consecutive_ids = True
         self.counts_moves = True
+        self.packed_rows = returning_inserts  # as on MariaDB through PyMySQL
 
 
 def _steps_of_one_enqueue(session: _Steps) -> list[str]:
@@ -561,3 +592,53 @@ def test_one_enqueue_is_one_statement_on_mariadb_and_two_on_mysql(my_url: str) -
         job = q.enqueue("t", key="k", payload={"n": 1})
         assert q.enqueue("t", key="k").id == job.id  # the key's conflict: the same job
         assert q.get(job.id) == job
+
+
+@CLIENTS
+def test_claimed_jobs_read_as_every_other_read_of_them(my_url: str, client: str) -> None:
+    """A claim's jobs are read back packed (one JSON array per row) on MariaDB and column
+    by column on MySQL: every field reads as ``get`` reads it, text of any kind, the
+    attempts' errors, progress and a checkpoint included, and JSON kept as sent."""
+    text = 'é 😀 \u2028 \x01 \' " \\ \n %s :name [1, "x"]'
+    name = 'é 😀 \' " \\ %s :name [1, "x"]'  # keys and groups refuse control characters
+    payload = {"zeta": [2**70, 0.1, 1e300, None], "text": text, "nested": {"b": {}, "a": []}}
+    with conveyor.connect(_through(my_url, client)) as q:
+        job = q.enqueue("t", payload, key=name, group=name, max_attempts=3)
+        first = q.claim(lease=60).jobs[0]
+        assert first == q.get(job.id)
+        assert json.dumps(first.payload) == json.dumps(payload)  # key order too
+        q.progress(job.id, first.claim_id or "", total=3, completed=1, current=text,
+                   checkpoint={"page": 2**70, "text": text}, detail=[text])  # fmt: skip
+        q.fail(job.id, first.claim_id or "", f"{text} failed", delay=0)
+        again = q.claim(lease=60).jobs[0]
+        assert again == q.get(job.id)
+        assert again.attempts == 2 and again.errors[0].error == f"{text} failed"
+        assert again.progress.checkpoint == {"page": 2**70, "text": text}
+        assert again.group == again.key == name
+
+
+@CLIENTS
+def test_whole_jobs_are_read_packed_on_mariadb_through_pymysql_only(
+    my_url: str, client: str
+) -> None:
+    with conveyor.connect(_through(my_url, client)) as q, q.driver.session() as session:
+        mariadb = q.driver.mariadb  # type: ignore[attr-defined]
+        assert session.packed_rows is (mariadb and client == "pymysql")  # type: ignore[attr-defined]
+
+
+def test_a_job_too_large_to_pack_is_read_column_by_column() -> None:
+    """The server answers NULL for a packed row larger than its ``max_allowed_packet``:
+    the read is made again, column by column, and its rows are the answer."""
+    from conveyor.drivers.mysql.handlers import PACKED_JOB, Rows, read_jobs
+
+    session = _Steps(returning_inserts=True)
+    assert session.packed_rows
+    steps = read_jobs(session, (1, 2))  # type: ignore[arg-type]
+    assert next(steps) == Rows("jobs_locked", {"locked": (1, 2)})
+    whole = [{"id": 1}, {"id": 2}]
+    assert steps.send([{PACKED_JOB: "[1]"}, {PACKED_JOB: None}]) == Rows(
+        "jobs_locked_columns", {"locked": (1, 2)}
+    )
+    with pytest.raises(StopIteration) as answer:
+        steps.send(whole)
+    assert answer.value.value == whole

@@ -233,6 +233,18 @@ def job_columns() -> list[str]:
     return [column for _, column in (*_job_fields(), *_progress_fields())]
 
 
+def json_columns() -> list[str]:
+    """Those of ``job_columns`` that hold JSON text (a value of any type, or an array)."""
+    return [column for f, column in (*_job_fields(), *_progress_fields()) if _json_hint(f.hint)]
+
+
+def _json_hint(hint: Any) -> bool:
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    if type(None) in typing.get_args(hint) and len(args) == 1:
+        hint = args[0]
+    return hint is Any or typing.get_origin(hint) is tuple
+
+
 class _Defaulting(dict[str, Any]):
     def __missing__(self, key: str) -> None:
         return None

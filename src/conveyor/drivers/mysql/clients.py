@@ -38,6 +38,8 @@ class Client:
     conversions: dict[Any, Any]
     # How a connection of the library writes a value as an SQL literal, as text.
     escape: Callable[[Any], Callable[[Any], str]]
+    # The file descriptor of a connection's socket.
+    fileno: Callable[[Any], int]
 
 
 def _pymysql_escape(conn: Any) -> Callable[[Any], str]:
@@ -66,6 +68,7 @@ def client(name: str) -> Client:
             (pymysql.err.OperationalError, pymysql.err.InterfaceError),
             PYMYSQL_CONVERSIONS,
             _pymysql_escape,
+            lambda conn: int(conn._sock.fileno()),
         )
     if name != MYSQLCLIENT:
         raise ConfigurationError(f"client: expected one of {', '.join(CLIENTS)}, got {name!r}")
@@ -91,4 +94,5 @@ def client(name: str) -> Client:
             FIELD_TYPE.TIMESTAMP: datetime_column,
         },
         mysqlclient_escape,
+        lambda conn: int(conn.fileno()),
     )

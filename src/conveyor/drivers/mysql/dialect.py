@@ -23,6 +23,7 @@ import pymysql.converters
 from pymysql.constants import CLIENT, FIELD_TYPE
 
 from conveyor.drivers.base import Capabilities
+from conveyor.drivers.mysql.handlers import PACKED_JOB
 from conveyor.drivers.sql import (
     Migration,
     Statements,
@@ -30,7 +31,7 @@ from conveyor.drivers.sql import (
     load_queries,
     split_statements,
 )
-from conveyor.drivers.values import Values, job_columns, utc_milliseconds
+from conveyor.drivers.values import Values, job_columns, json_columns, utc_milliseconds
 from conveyor.errors import (
     ConfigurationError,
     ConveyorError,
@@ -190,7 +191,8 @@ def is_mariadb(version: str) -> bool:
     return "mariadb" in version.lower()
 
 
-def macros(collation: str) -> dict[str, str]:
+def macros(collation: str, *, packed_rows: bool = False) -> dict[str, str]:
+    columns = ", ".join(f"`{column}`" for column in job_columns())
     return {
         "now": NOW,
         "errors_kept": _ERRORS_KEPT,
@@ -199,8 +201,25 @@ def macros(collation: str) -> dict[str, str]:
         # A text column of a JSON_TABLE, compared with conveyor's own text.
         "text": f"VARCHAR(1000) CHARACTER SET utf8mb4 COLLATE {collation}",
         # What a job is read from: not the generated columns the indexes use.
-        "job_columns": ", ".join(f"`{column}`" for column in job_columns()),
+        "job_columns": columns,
+        # Whole jobs read back by the handlers: on MariaDB one JSON array per row.
+        "job_row": _packed_job() if packed_rows else columns,
     }
+
+
+def _packed_job() -> str:
+    """A job's columns as one JSON array (``handlers.read_jobs`` reads it): PyMySQL reads
+    each column of a row in Python, and parses its times there too, where ``json``
+    reads the array in C: less than half the client's CPU per claimed row
+    (``benchmarks/mysql_rows.py``). JSON columns go in as text, as they are stored
+    (MariaDB would otherwise embed them as JSON, re-written); times go in as MariaDB
+    writes a DATETIME(6), which ``decode_time`` reads."""
+    as_json = set(json_columns())
+    values = ", ".join(
+        f"CAST(`{c}` AS CHAR CHARACTER SET utf8mb4)" if c in as_json else f"`{c}`"
+        for c in job_columns()
+    )
+    return f"JSON_ARRAY({values}) AS {PACKED_JOB}"
 
 
 def compound_complete(text: str) -> bool:
@@ -223,6 +242,12 @@ def migration_statements(migration: Migration) -> list[str]:
 _to_milliseconds = lru_cache(maxsize=4096)(utc_milliseconds)
 
 
+@lru_cache(maxsize=4096)
+def _text_to_milliseconds(value: str) -> datetime:
+    """The same for a time as text (a packed row's): cached by its text, parse and all."""
+    return utc_milliseconds(datetime.fromisoformat(value))
+
+
 class MySQLValues(Values):
     """Statements and values of one database, for either kind of backend."""
 
@@ -240,7 +265,9 @@ class MySQLValues(Values):
     def _load(self, server_version: str) -> None:
         """Statements for the server found (the collation's name differs)."""
         self.mariadb = is_mariadb(server_version)
-        found = macros(MARIADB_COLLATION if self.mariadb else MYSQL_COLLATION)
+        found = macros(
+            MARIADB_COLLATION if self.mariadb else MYSQL_COLLATION, packed_rows=self.mariadb
+        )
         self._queries = load_queries(PACKAGE, found).map(to_pymysql)
         if self.mariadb:
             insert = self._queries["insert_job"]
@@ -256,7 +283,7 @@ class MySQLValues(Values):
         if value is None:
             return None
         if isinstance(value, str):
-            value = datetime.fromisoformat(value)
+            return _text_to_milliseconds(value)
         assert isinstance(value, datetime)
         return _to_milliseconds(value)
 

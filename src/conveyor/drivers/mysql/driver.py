@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib
 import logging
 import queue
+import select
 import sys
 import threading
 import time
@@ -86,6 +87,17 @@ class _MySQLSession(CursorStatements, Session):
         with translated():
             self._cur.execute(*self._bound(step))
             return self._answer(step, self._cur.fetchall() if isinstance(step, Rows) else ())
+
+
+# Operations that may be run without BEGIN and COMMIT where they are one statement.
+_ALONE = frozenset({"insert_job"})
+
+
+def _closed_by_server(fd: int) -> bool:
+    """Whether an idle connection's socket has something to read: the server closed it."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN | select.POLLPRI)
+    return bool(poller.poll(0))
 
 
 def _caller_cursor(conn: Any) -> tuple[Any, Callable[[Any], str]]:
@@ -284,14 +296,66 @@ class MySQLDriver(MySQLValues, Driver):
     ) -> list[Row]:
         # A statement committed on its own: after a deadlock or a lock wait that ran
         # out, nothing of it was written, and it runs again.
+        alone = op.op in self._alone
         for attempt in range(CONFLICT_RETRIES + 1):
             try:
+                if alone:
+                    return self._write_alone(op, queues)
                 return super().write_once(op, queues=queues, finished=finished)
             except TransactionConflict:
                 if attempt == CONFLICT_RETRIES:
                     raise
                 time.sleep(conflict_pause(attempt))
         raise AssertionError("unreachable")
+
+    @property
+    def _alone(self) -> frozenset[str]:
+        """Operations that are one statement here, run without BEGIN and COMMIT: a single
+        enqueue on MariaDB (``INSERT … RETURNING``; its row trigger counts it)."""
+        return _ALONE if "insert_job_returning" in self._queries else frozenset()
+
+    def _write_alone(self, op: Operation[list[Row]], queues: Iterable[str]) -> list[Row]:
+        """``op`` autocommitted, in one round trip. A session's BEGIN is how it finds an
+        idle connection the server dropped before anything ran on it; here the socket is
+        looked at instead: a connection at rest has nothing to read, so a readable one
+        was closed by the server (an error packet, or the end of the stream) and is
+        replaced, as BEGIN's failure would have it."""
+        pooled = self._live_connection()
+        broken = True
+        try:
+            session = _MySQLSession(
+                pooled.cursor(self._client.dict_cursor),
+                self._queries,
+                consecutive_ids=self.consecutive_ids,
+                escape=self._client.escape(pooled),
+                counts_moves=self.counts_moves,
+            )
+            try:
+                rows = session.run(op)
+            except BaseException:
+                try:  # as a session's: a connection that still answers is kept
+                    pooled.rollback()
+                except self._client.error:
+                    pass
+                else:
+                    broken = False
+                raise
+            broken = False
+        finally:
+            self._pool.put(pooled, broken=broken)
+        if rows:
+            session.notify(queues=queues)
+            self._announce()
+        return rows
+
+    def _live_connection(self) -> Any:
+        for _ in range(2):
+            pooled = self._pool.get()
+            if not _closed_by_server(self._client.fileno(pooled)):
+                return pooled
+            self._pool.put(pooled, broken=True)
+            self._pool.drop_idle()  # dropped together, as a server restart does
+        return self._pool.get()  # a new connection, or the pool's own error
 
     @contextmanager
     def _caller_session(self, conn: Any) -> Iterator[Session]:

@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from conveyor.drivers.values import Row
+from conveyor.drivers.values import Row, job_columns
 from conveyor.errors import ConveyorError, DuplicateJob
 
 _ACTIVE = ("pending", "running")
@@ -80,6 +80,11 @@ class HandlerSession(Protocol):
         row trigger does: migration 0015)."""
         ...
 
+    @property
+    def packed_rows(self) -> bool:
+        """Whether whole jobs are read packed, one JSON array per row (``read_jobs``)."""
+        ...
+
 
 Handler = Callable[[HandlerSession, Mapping[str, Any]], Steps]
 
@@ -132,6 +137,35 @@ def _only(rows: list[Row], columns: tuple[str, ...] | None) -> list[Row]:
     if columns is None:
         return rows
     return [{c: row[c] for c in columns} for row in rows]
+
+
+# -- whole jobs, read back --------------------------------------------------------------
+PACKED_JOB = "conveyor_job"  # the column of a job packed as one JSON array (MariaDB)
+_JOB_COLUMNS = tuple(job_columns())
+
+
+def read_jobs(session: HandlerSession, ids: tuple[Any, ...]) -> Generator[Step, Any, list[Row]]:
+    """The jobs ``ids`` as rows of their columns, in claim order. Where the session
+    reads them packed (MariaDB through PyMySQL or aiomysql: the dialect's ``job_row``),
+    a row the server could not pack (NULL: larger than its ``max_allowed_packet``) sends
+    the read again, column by column."""
+    if not session.packed_rows:
+        columns: list[Row] = yield Rows("jobs_locked_columns", {"locked": ids})
+        return columns
+    rows = unpacked((yield Rows("jobs_locked", {"locked": ids})))
+    if rows is None:
+        columns = yield Rows("jobs_locked_columns", {"locked": ids})
+        return columns
+    return rows
+
+
+def unpacked(rows: list[Row]) -> list[Row] | None:
+    """Packed rows as rows of their columns; None if one of them could not be packed."""
+    packed = [row[PACKED_JOB] for row in rows]
+    if None in packed:
+        return None
+    names = _JOB_COLUMNS
+    return [dict(zip(names, json.loads(text), strict=True)) for text in packed]
 
 
 # -- counts: one INSERT of deltas per statement that changed states -----------------------
@@ -243,7 +277,7 @@ def guarded(
 
     # Whole rows only when the caller gets jobs: PyMySQL reads each column in Python,
     # and a full row costs about ten times the three columns an ending needs.
-    read_back = "jobs_locked" if columns is None else "jobs_locked_brief"
+    whole = columns is None
     if to is not None and not set(columns or ()) <= set(_ID_QUEUE_STATUS):
         raise ValueError(f"{update}: to= needs columns drawn from {_ID_QUEUE_STATUS}")
 
@@ -256,8 +290,10 @@ def guarded(
         rows: list[Row]
         if to is not None and changed == len(ids):
             rows = [{**row, "status": to or row["status"]} for row in locked]
+        elif whole:
+            rows = yield from read_jobs(session, ids)
         else:
-            rows = yield Rows(read_back, {"locked": ids})
+            rows = yield Rows("jobs_locked_brief", {"locked": ids})
         yield from settle(session, locked, rows)
         return _only(rows, columns)
 
@@ -291,7 +327,7 @@ def fail_jobs(session: HandlerSession, params: Mapping[str, Any]) -> Steps:
             changed.append(item["id"])
     if not changed:
         return []
-    rows: list[Row] = yield Rows("jobs_locked", {"locked": tuple(changed)})
+    rows = yield from read_jobs(session, tuple(changed))
     yield from settle(session, locked, rows)
     return rows
 

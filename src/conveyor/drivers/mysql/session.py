@@ -12,7 +12,14 @@ from typing import Any
 from pymysql.constants import SERVER_STATUS
 
 from conveyor.drivers.mysql.dialect import LOCK_WAIT_TIMEOUT, bind, is_mariadb
-from conveyor.drivers.mysql.handlers import Insert, Rows, Step, async_handlers, sync_handlers
+from conveyor.drivers.mysql.handlers import (
+    PACKED_JOB,
+    Insert,
+    Rows,
+    Step,
+    async_handlers,
+    sync_handlers,
+)
 from conveyor.drivers.mysql.operator_handlers import OPERATOR_HANDLERS
 from conveyor.drivers.sql import Statements
 
@@ -108,6 +115,11 @@ class CursorStatements:
         self._consecutive_ids = consecutive_ids
         self._counts_moves = counts_moves
         self._escape = escape or cursor.connection.escape
+        # Packed rows pay where a row's columns are read in Python (PyMySQL, aiomysql);
+        # mysqlclient reads them in C, faster than the array (benchmarks/mysql_rows.py).
+        self._packed_rows = PACKED_JOB in queries["jobs_locked"] and not type(
+            cursor
+        ).__module__.startswith("MySQLdb")
 
     @property
     def consecutive_ids(self) -> bool:
@@ -116,6 +128,10 @@ class CursorStatements:
     @property
     def counts_moves(self) -> bool:
         return self._counts_moves
+
+    @property
+    def packed_rows(self) -> bool:
+        return self._packed_rows
 
     @property
     def returning_inserts(self) -> bool:

@@ -96,7 +96,13 @@ WHERE id IN :locked AND status IN {from_cancel_for_dependency};
 
 -- name: jobs_locked
 -- The rows a handler changed, read back in the same transaction: the columns of a job,
--- without the generated ones (PyMySQL reads every column in Python).
+-- without the generated ones; on MariaDB packed into one JSON array per row, for the
+-- clients that read every column in Python (handlers.read_jobs).
+SELECT {job_row} FROM conveyor_jobs WHERE id IN :locked ORDER BY priority, id;
+
+-- name: jobs_locked_columns
+-- The same, column by column: on MySQL, through mysqlclient, and for a row whose packed
+-- array the server could not make.
 SELECT {job_columns} FROM conveyor_jobs WHERE id IN :locked ORDER BY priority, id;
 
 -- name: jobs_locked_brief
