@@ -403,6 +403,26 @@ def test_an_enqueue_right_after_the_server_dropped_its_connections_is_written_on
     q.close()
 
 
+def test_an_async_enqueue_right_after_the_server_dropped_its_connections_is_written_once(
+    my_url: str,
+) -> None:
+    async def enqueue_around_kills() -> list[int]:
+        async with await conveyor.aio.connect(f"{my_url}?pool_max=4") as aq:
+            ids = [(await aq.enqueue("t")).id]
+            for _ in range(3):
+                _kill_connections_of(my_url)
+                # Not asyncio.sleep: the event loop must not see the streams end first
+                # (the pool drops those itself); the sockets alone must tell.
+                time.sleep(0.05)
+                ids.append((await aq.enqueue("t")).id)
+            return ids
+
+    ids = asyncio.run(enqueue_around_kills())
+    assert len(set(ids)) == 4
+    with conveyor.connect(my_url) as q:
+        assert sorted(job.id for job in q.jobs(limit=10)) == sorted(ids)
+
+
 def _kill_connections_of(url: str) -> None:
     with mysql_connection() as admin, admin.cursor() as cur:
         cur.execute(

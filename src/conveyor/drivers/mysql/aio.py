@@ -28,9 +28,11 @@ from conveyor.drivers.mysql.session import (
     WATCH_INTERVAL,
     CursorStatements,
     begin_statements,
+    closed_by_server,
     counts_moves,
     is_missing_table,
     own_transaction,
+    runs_alone,
     session_init,
 )
 from conveyor.drivers.operations import Operation
@@ -170,14 +172,57 @@ class AsyncMySQLDriver(MySQLValues, AsyncDriver):
         queues: Iterable[str] = (),
         finished: Iterable[int] = (),
     ) -> list[Row]:
+        alone = runs_alone(op, self._queries)
         for attempt in range(CONFLICT_RETRIES + 1):
             try:
+                if alone:
+                    return await self._write_alone(op, queues)
                 return await super().write_once(op, queues=queues, finished=finished)
             except TransactionConflict:
                 if attempt == CONFLICT_RETRIES:
                     raise
                 await asyncio.sleep(conflict_pause(attempt))
         raise AssertionError("unreachable")
+
+    async def _write_alone(self, op: Operation[list[Row]], queues: Iterable[str]) -> list[Row]:
+        """``op`` autocommitted, in one round trip (``runs_alone``), on a connection the
+        server has not closed: the pool drops those whose stream it saw end, and a
+        socket with something to read is dropped here (the server's closing, not yet
+        read)."""
+        if self._pool is None:
+            raise DatabaseError("the MySQL queue is not open")
+        for _ in range(2):
+            with translated():
+                pooled = await self._pool.acquire()
+            sock = pooled._writer.transport.get_extra_info("socket") if pooled._writer else None
+            if sock is None or not closed_by_server(sock.fileno()):
+                break
+            pooled.close()
+            self._pool.release(pooled)
+        else:
+            with translated():
+                pooled = await self._pool.acquire()
+        try:
+            session = _AsyncMySQLSession(
+                await pooled.cursor(aiomysql.DictCursor),
+                self._queries,
+                consecutive_ids=self.consecutive_ids,
+                counts_moves=self.counts_moves,
+            )
+            try:
+                rows = await session.run(op)
+            except BaseException:
+                try:  # as a session's: a connection that still answers is kept
+                    await pooled.rollback()
+                except Exception:
+                    pooled.close()
+                raise
+        finally:
+            self._pool.release(pooled)
+        if rows:
+            session.notify(queues=queues)
+            self._announce()
+        return rows
 
     @asynccontextmanager
     async def _caller_session(self, conn: Any) -> AsyncIterator[AsyncSession]:

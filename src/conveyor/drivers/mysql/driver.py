@@ -15,7 +15,6 @@ from __future__ import annotations
 import importlib
 import logging
 import queue
-import select
 import sys
 import threading
 import time
@@ -47,9 +46,11 @@ from conveyor.drivers.mysql.session import (
     WATCH_INTERVAL,
     CursorStatements,
     begin_statements,
+    closed_by_server,
     counts_moves,
     is_missing_table,
     own_transaction,
+    runs_alone,
 )
 from conveyor.drivers.operations import Operation
 from conveyor.drivers.sql import Statements
@@ -87,17 +88,6 @@ class _MySQLSession(CursorStatements, Session):
         with translated():
             self._cur.execute(*self._bound(step))
             return self._answer(step, self._cur.fetchall() if isinstance(step, Rows) else ())
-
-
-# Operations that may be run without BEGIN and COMMIT where they are one statement.
-_ALONE = frozenset({"insert_job"})
-
-
-def _closed_by_server(fd: int) -> bool:
-    """Whether an idle connection's socket has something to read: the server closed it."""
-    poller = select.poll()
-    poller.register(fd, select.POLLIN | select.POLLPRI)
-    return bool(poller.poll(0))
 
 
 def _caller_cursor(conn: Any) -> tuple[Any, Callable[[Any], str]]:
@@ -296,7 +286,7 @@ class MySQLDriver(MySQLValues, Driver):
     ) -> list[Row]:
         # A statement committed on its own: after a deadlock or a lock wait that ran
         # out, nothing of it was written, and it runs again.
-        alone = op.op in self._alone
+        alone = runs_alone(op, self._queries)
         for attempt in range(CONFLICT_RETRIES + 1):
             try:
                 if alone:
@@ -308,18 +298,9 @@ class MySQLDriver(MySQLValues, Driver):
                 time.sleep(conflict_pause(attempt))
         raise AssertionError("unreachable")
 
-    @property
-    def _alone(self) -> frozenset[str]:
-        """Operations that are one statement here, run without BEGIN and COMMIT: a single
-        enqueue on MariaDB (``INSERT … RETURNING``; its row trigger counts it)."""
-        return _ALONE if "insert_job_returning" in self._queries else frozenset()
-
     def _write_alone(self, op: Operation[list[Row]], queues: Iterable[str]) -> list[Row]:
-        """``op`` autocommitted, in one round trip. A session's BEGIN is how it finds an
-        idle connection the server dropped before anything ran on it; here the socket is
-        looked at instead: a connection at rest has nothing to read, so a readable one
-        was closed by the server (an error packet, or the end of the stream) and is
-        replaced, as BEGIN's failure would have it."""
+        """``op`` autocommitted, in one round trip (``runs_alone``), on a connection the
+        server has not closed: one it has is replaced, as BEGIN's failure would have it."""
         pooled = self._live_connection()
         broken = True
         try:
@@ -351,7 +332,7 @@ class MySQLDriver(MySQLValues, Driver):
     def _live_connection(self) -> Any:
         for _ in range(2):
             pooled = self._pool.get()
-            if not _closed_by_server(self._client.fileno(pooled)):
+            if not closed_by_server(self._client.fileno(pooled)):
                 return pooled
             self._pool.put(pooled, broken=True)
             self._pool.drop_idle()  # dropped together, as a server restart does

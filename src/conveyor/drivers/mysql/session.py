@@ -6,6 +6,7 @@ Only the waiting differs: the drivers' sessions call the cursor, or await it."""
 
 from __future__ import annotations
 
+import select
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -21,6 +22,7 @@ from conveyor.drivers.mysql.handlers import (
     sync_handlers,
 )
 from conveyor.drivers.mysql.operator_handlers import OPERATOR_HANDLERS
+from conveyor.drivers.operations import Operation
 from conveyor.drivers.sql import Statements
 
 # The operations the dialect performs with several statements, the queue's and the
@@ -58,6 +60,26 @@ def session_init(server_version: str) -> str:
         f" SESSION sql_mode = '{SQL_MODE}',"
         f" SESSION innodb_lock_wait_timeout = {LOCK_WAIT_TIMEOUT}"
     )
+
+
+# Operations run without BEGIN and COMMIT where they are one statement: a single
+# enqueue on MariaDB (``INSERT … RETURNING``; its row trigger counts it).
+_ALONE = frozenset({"insert_job"})
+
+
+def runs_alone(op: Operation[Any], queries: Statements) -> bool:
+    """Whether ``op`` is one autocommitted statement on this server, in one round trip.
+    A session's BEGIN is how it finds an idle connection the server dropped before
+    anything ran on it; for these, ``closed_by_server`` looks at the socket instead."""
+    return op.op in _ALONE and "insert_job_returning" in queries
+
+
+def closed_by_server(fd: int) -> bool:
+    """Whether an idle connection's socket has something to read: a connection at rest
+    has nothing to, so the server closed it (an error packet, or the end of the stream)."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN | select.POLLPRI)
+    return bool(poller.poll(0))
 
 
 def own_transaction(conn: Any) -> bool:
