@@ -22,6 +22,7 @@ from benchmarks import (
     growth,
     lock_parts,
     mariadb_parts,
+    mysql_rows,
     postgres_parts,
     report,
     run,
@@ -281,6 +282,23 @@ def test_the_mariadb_parts_drain_every_variant_and_drop_their_databases(
     assert [line.strip().split(":")[0] for line in statements] == list(mariadb_parts.VARIANTS)
     assert all("claim_update" in line and "ack_claim_update" in line for line in statements)
     assert _mysql_databases("conveyor_parts_") == before
+
+
+def test_the_mysql_rows_benchmark_reads_both_ways_and_drops_its_databases(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # It also stops when the packed rows read differently from the columns.
+    from tests.conftest import MYSQL_URL, require_mysql
+
+    require_mysql()
+    before = _mysql_databases("conveyor_rows_")
+    argv = ["--url", MYSQL_URL, "--rows", "10", "--rounds", "2", "--runs", "1"]
+    assert mysql_rows.main(argv) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if ": µs" in line]
+    assert lines and lines[0].startswith("pymysql:")
+    for line in lines:
+        assert float(line.split("packed ")[1].split()[0]) > 0  # µs per row, measured
+    assert _mysql_databases("conveyor_rows_") == before
 
 
 def _pg_databases(prefix: str) -> set[str]:
