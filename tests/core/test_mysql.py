@@ -370,13 +370,7 @@ def test_async_enqueue_joins_the_callers_aiomysql_transaction(my_url: str) -> No
 def test_connections_the_server_dropped_are_replaced(my_url: str, client: str) -> None:
     q = conveyor.connect(_through(my_url, client, pool_max=4))
     first = q.enqueue("t")
-    with mysql_connection() as admin, admin.cursor() as cur:
-        cur.execute(
-            "SELECT id FROM information_schema.processlist WHERE db = %s AND id <> CONNECTION_ID()",
-            (_database(my_url),),
-        )
-        for (connection,) in cur.fetchall():
-            cur.execute(f"KILL {int(connection)}")
+    _kill_connections_of(my_url)
     # The next operation runs on a fresh connection, as after a server restart.
     assert q.get(first.id) == first
     assert q.enqueue("t").id > first.id

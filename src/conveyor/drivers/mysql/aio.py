@@ -137,9 +137,22 @@ class AsyncMySQLDriver(MySQLValues, AsyncDriver):
             raise DatabaseError("the MySQL queue is not open")
         with translated():
             pooled = await self._pool.acquire()
+        async with self._pooled_session(pooled, begin=True) as session:
+            yield session
+        if session.queues_touched or session.jobs_finished:
+            self._announce()
+
+    @asynccontextmanager
+    async def _pooled_session(
+        self, pooled: Any, *, begin: bool
+    ) -> AsyncIterator[_AsyncMySQLSession]:
+        """A session on a pooled connection: a transaction of its own when ``begin``
+        (committed at the end), else in autocommit. The connection goes back to the
+        pool; one that no longer answers is closed first, and the pool drops it."""
         try:
-            with translated():
-                await pooled.begin()
+            if begin:
+                with translated():
+                    await pooled.begin()
             session = _AsyncMySQLSession(
                 await pooled.cursor(aiomysql.DictCursor),
                 self._queries,
@@ -154,16 +167,15 @@ class AsyncMySQLDriver(MySQLValues, AsyncDriver):
                 except Exception:
                     pooled.close()  # broken: the pool drops it
                 raise
-            try:
-                with translated():
-                    await pooled.commit()
-            except BaseException:
-                pooled.close()
-                raise
+            if begin:
+                try:
+                    with translated():
+                        await pooled.commit()
+                except BaseException:
+                    pooled.close()
+                    raise
         finally:
             self._pool.release(pooled)
-        if session.queues_touched or session.jobs_finished:
-            self._announce()
 
     async def write_once(
         self,
@@ -202,25 +214,11 @@ class AsyncMySQLDriver(MySQLValues, AsyncDriver):
         else:
             with translated():
                 pooled = await self._pool.acquire()
-        try:
-            session = _AsyncMySQLSession(
-                await pooled.cursor(aiomysql.DictCursor),
-                self._queries,
-                consecutive_ids=self.consecutive_ids,
-                counts_moves=self.counts_moves,
-            )
-            try:
-                rows = await session.run(op)
-            except BaseException:
-                try:  # as a session's: a connection that still answers is kept
-                    await pooled.rollback()
-                except Exception:
-                    pooled.close()
-                raise
-        finally:
-            self._pool.release(pooled)
+        async with self._pooled_session(pooled, begin=False) as session:
+            rows = await session.run(op)
+            if rows:
+                session.notify(queues=queues)
         if rows:
-            session.notify(queues=queues)
             self._announce()
         return rows
 

@@ -230,7 +230,16 @@ class MySQLDriver(MySQLValues, Driver):
             with self._caller_session(conn) as session:
                 yield session
             return
-        pooled = self._begin()
+        with self._pooled_session(self._begin(), commit=True) as session:
+            yield session
+        if session.queues_touched or session.jobs_finished:
+            self._announce()
+
+    @contextmanager
+    def _pooled_session(self, pooled: Any, *, commit: bool) -> Iterator[_MySQLSession]:
+        """A session on a pooled connection (its transaction begun, or in autocommit),
+        committed when ``commit``; the connection goes back to the pool, or is thrown
+        away when it no longer answers."""
         broken = True
         try:
             session = _MySQLSession(
@@ -243,20 +252,19 @@ class MySQLDriver(MySQLValues, Driver):
             try:
                 yield session
             except BaseException:
-                try:
+                try:  # a connection that still answers is kept
                     pooled.rollback()
                 except self._client.error:
                     pass  # broken: the connection is thrown away
                 else:
                     broken = False
                 raise
-            with translated():
-                pooled.commit()
+            if commit:
+                with translated():
+                    pooled.commit()
             broken = False
         finally:
             self._pool.put(pooled, broken=broken)
-        if session.queues_touched or session.jobs_finished:
-            self._announce()
 
     def _begin(self) -> Any:
         """A pooled connection with a transaction begun. An idle connection the server
@@ -301,31 +309,11 @@ class MySQLDriver(MySQLValues, Driver):
     def _write_alone(self, op: Operation[list[Row]], queues: Iterable[str]) -> list[Row]:
         """``op`` autocommitted, in one round trip (``runs_alone``), on a connection the
         server has not closed: one it has is replaced, as BEGIN's failure would have it."""
-        pooled = self._live_connection()
-        broken = True
-        try:
-            session = _MySQLSession(
-                pooled.cursor(self._client.dict_cursor),
-                self._queries,
-                consecutive_ids=self.consecutive_ids,
-                escape=self._client.escape(pooled),
-                counts_moves=self.counts_moves,
-            )
-            try:
-                rows = session.run(op)
-            except BaseException:
-                try:  # as a session's: a connection that still answers is kept
-                    pooled.rollback()
-                except self._client.error:
-                    pass
-                else:
-                    broken = False
-                raise
-            broken = False
-        finally:
-            self._pool.put(pooled, broken=broken)
+        with self._pooled_session(self._live_connection(), commit=False) as session:
+            rows = session.run(op)
+            if rows:
+                session.notify(queues=queues)
         if rows:
-            session.notify(queues=queues)
             self._announce()
         return rows
 
