@@ -82,6 +82,17 @@ def test_an_enqueue_that_meets_a_transaction_conflict_is_written_once(
     q.close()
 
 
+def test_a_job_is_due_the_moment_its_enqueue_returns(q: conveyor.Queue) -> None:
+    """The enqueue's times and the claim's "now" come from one clock read alike: a job
+    enqueued without a run_at is claimable at once, in the same millisecond too."""
+    for n in range(200):
+        job = q.enqueue("t", {"n": n})
+        claim = q.claim(limit=1)
+        assert [j.id for j in claim.jobs] == [job.id], f"enqueue {n}: not due at once"
+        assert claim.jobs[0].created_at <= claim.jobs[0].claimed_at  # type: ignore[operator]
+        q.complete(job.id, claim.id)
+
+
 def test_payloads_round_trip_any_json(q: conveyor.Queue) -> None:
     for payload in [
         None,

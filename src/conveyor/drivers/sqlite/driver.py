@@ -26,7 +26,7 @@ from functools import lru_cache, partial
 from typing import Any, ClassVar
 
 from conveyor.drivers.base import Capabilities, Driver, Handler, Session
-from conveyor.drivers.operations import Operation
+from conveyor.drivers.operations import InsertJob, Operation
 from conveyor.drivers.sql import Statements, load_migrations, load_queries, split_statements
 from conveyor.drivers.sqlite import bulk, counting, writers
 from conveyor.drivers.sqlite.watch import (
@@ -332,15 +332,22 @@ class SQLiteDriver(Driver):
                 if rows:
                     session.notify(queues=queues, finished=finished)
             return rows
+        plain = op if isinstance(op, InsertJob) and bulk.is_plain(op) else None
         with self._turn, self._lock:
             try:  # a closed connection fails here too, as ProgrammingError
-                cur = self._conn.execute(self._queries[op.op], op.params())
-                found = cur.fetchall()
+                if plain is not None:  # the usual single enqueue
+                    rows = bulk.insert_plain_job(
+                        self._conn, self._queries["insert_plain_job"], plain
+                    )
+                else:
+                    cur = self._conn.execute(self._queries[op.op], op.params())
+                    found = cur.fetchall()
             except sqlite3.Error as exc:
                 raise _translation(exc, self.path) from None
-        if not found:
-            return []
-        rows = _as_dicts(cur.description, found)
+        if plain is None:
+            if not found:
+                return []
+            rows = _as_dicts(cur.description, found)
         if queues or finished:
             self._announce()
         return rows

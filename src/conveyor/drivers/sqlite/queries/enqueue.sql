@@ -13,6 +13,15 @@ ON CONFLICT (queue, key) WHERE key IS NOT NULL AND status IN ('pending', 'runnin
 DO NOTHING
 RETURNING id, run_at, created_at;
 
+-- name: insert_plain_job
+-- A job without a key or dependencies committed on its own (bulk.insert_plain_job): no
+-- conflict to look for and nothing to return, its times bound as the driver's clock read
+-- them (SQLite's 'now' reads the same clock), its id the connection's last rowid.
+INSERT INTO conveyor_jobs
+    (queue, task, payload, priority, run_at, max_attempts, job_group, trace_context,
+     created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
+
 -- name: insert_jobs
 -- Many jobs without keys or dependencies in one statement (bulk.py): {values} stands for
 -- one job_values group per job, its columns bound by position as plain parameters. (A
