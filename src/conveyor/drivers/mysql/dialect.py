@@ -210,7 +210,7 @@ def macros(collation: str, *, packed_rows: bool = False) -> dict[str, str]:
 def _packed_job() -> str:
     """A job's columns as one JSON array (``handlers.read_jobs`` reads it): PyMySQL reads
     each column of a row in Python, and parses its times there too, where ``json``
-    reads the array in C: less than half the client's CPU per claimed row
+    reads the array in C: about 40% less of the client's CPU per claimed row
     (``benchmarks/mysql_rows.py``). JSON columns go in as text, as they are stored
     (MariaDB would otherwise embed them as JSON, re-written); times go in as MariaDB
     writes a DATETIME(6), which ``decode_time`` reads."""
