@@ -149,14 +149,12 @@ def read_jobs(session: HandlerSession, ids: tuple[Any, ...]) -> Generator[Step, 
     reads them packed (MariaDB through PyMySQL or aiomysql: the dialect's ``job_row``),
     a row the server could not pack (NULL: larger than its ``max_allowed_packet``) sends
     the read again, column by column."""
-    if not session.packed_rows:
-        columns: list[Row] = yield Rows("jobs_locked_columns", {"locked": ids})
-        return columns
-    rows = unpacked((yield Rows("jobs_locked", {"locked": ids})))
-    if rows is None:
-        columns = yield Rows("jobs_locked_columns", {"locked": ids})
-        return columns
-    return rows
+    if session.packed_rows:
+        rows = unpacked((yield Rows("jobs_locked", {"locked": ids})))
+        if rows is not None:
+            return rows
+    columns: list[Row] = yield Rows("jobs_locked_columns", {"locked": ids})
+    return columns
 
 
 def unpacked(rows: list[Row]) -> list[Row] | None:

@@ -1,4 +1,6 @@
-"""Bulk inserts on SQLite: one multi-row INSERT whose jobs are bound as plain parameters.
+"""Inserts on SQLite whose jobs are bound as plain parameters: a bulk enqueue's one
+multi-row INSERT, and the usual single enqueue's INSERT that returns nothing
+(``insert_plain_job``).
 
 The other dialects take a batch of jobs as one JSON array that their statement takes
 apart; on SQLite that meant ``json_each`` and an ``->>`` per column, each parsing the

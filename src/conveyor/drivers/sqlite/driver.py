@@ -344,11 +344,9 @@ class SQLiteDriver(Driver):
                     found = cur.fetchall()
             except sqlite3.Error as exc:
                 raise _translation(exc, self.path) from None
-        if plain is None:
-            if not found:
-                return []
-            rows = _as_dicts(cur.description, found)
-        if queues or finished:
+        if plain is None:  # made into dicts once the turn is given back
+            rows = _as_dicts(cur.description, found) if found else []
+        if rows and (queues or finished):
             self._announce()
         return rows
 
