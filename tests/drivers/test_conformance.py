@@ -117,7 +117,7 @@ def test_a_second_active_job_with_the_same_key_is_not_inserted(driver: Driver) -
         rows = []
     assert rows == []
     with driver.session(write=False) as s:
-        assert len(s.run(db.ActiveByKey(queue="q", key="k"))) == 1
+        assert len(s.run(db.JobsByKey(queue="q", key="k", active=1))) == 1
 
 
 def test_a_claim_takes_due_pending_jobs_by_priority_then_id(driver: Driver) -> None:

@@ -112,22 +112,15 @@ class InsertJobIds(RowsOp):
 
 
 @dataclass(frozen=True, slots=True)
-class ActiveByKey(RowsOp):
-    """active by key"""
+class JobsByKey(RowsOp):
+    """The jobs of ``queue`` with ``key``: the active ones (``active``), or else the newest
+    in any state (of ``task``, when given)."""
 
-    op: ClassVar[str] = "active_by_key"
+    op: ClassVar[str] = "jobs_by_key"
     queue: str
     key: str
-
-
-@dataclass(frozen=True, slots=True)
-class LatestByKey(RowsOp):
-    """latest by key"""
-
-    op: ClassVar[str] = "latest_by_key"
-    queue: str
-    key: str
-    task: str | None
+    task: str | None = None
+    active: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,15 +142,6 @@ class AddSubscriber(RowsOp):
     job_id: int
     subscriber: str
     cap: int
-
-
-@dataclass(frozen=True, slots=True)
-class HasSubscriber(RowsOp):
-    """One row when the subscriber is one of the job's."""
-
-    op: ClassVar[str] = "has_subscriber"
-    job_id: int
-    subscriber: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -376,19 +360,13 @@ class ProgressJob(RowsOp):
 
 @dataclass(frozen=True, slots=True)
 class ReopenJob(RowsOp):
-    """An explicit retry: a final job becomes pending again with a fresh set of attempts."""
+    """An explicit retry: a final job becomes pending again with a fresh set of attempts;
+    with ``keep_attempts``, only a failed or cancelled job that has attempts left, and
+    the attempts it spent are kept."""
 
     op: ClassVar[str] = "reopen_job"
     id: int
-
-
-@dataclass(frozen=True, slots=True)
-class ReopenJobWithinAttempts(RowsOp):
-    """A retry that keeps the attempts spent: only a failed or cancelled job that has attempts
-    left becomes pending again."""
-
-    op: ClassVar[str] = "reopen_job_within_attempts"
-    id: int
+    keep_attempts: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -403,23 +381,15 @@ class SealedJobs(RowsOp):
 
 
 @dataclass(frozen=True, slots=True)
-class ResealPayload(CountOp):
-    """The payload sealed again (``conveyor reencrypt``), if it is still what was read."""
+class Reseal(CountOp):
+    """The payload (or, with ``result``, the result) sealed again (``conveyor
+    reencrypt``), if it is still what was read."""
 
-    op: ClassVar[str] = "reseal_payload"
+    op: ClassVar[str] = "reseal"
     id: int
     old: str
     new: str
-
-
-@dataclass(frozen=True, slots=True)
-class ResealResult(CountOp):
-    """The result sealed again (``conveyor reencrypt``), if it is still what was read."""
-
-    op: ClassVar[str] = "reseal_result"
-    id: int
-    old: str
-    new: str
+    result: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -500,23 +470,18 @@ class DeleteJob(RowsOp):
 
 @dataclass(frozen=True, slots=True)
 class GetJob(RowsOp):
-    """get job"""
+    """The job ``id`` (with the database's ``db_now``), or the jobs ``ids`` (a JSON
+    array); give one of the two."""
 
     op: ClassVar[str] = "get_job"
-    id: int
-
-
-@dataclass(frozen=True, slots=True)
-class JobsById(RowsOp):
-    """jobs by id"""
-
-    op: ClassVar[str] = "jobs_by_id"
-    ids: str
+    id: int | None = None
+    ids: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class ListJobs(RowsOp):
-    """list jobs"""
+    """Jobs in id order after ``after``, or (``newest``) in descending order below
+    ``before`` (None: from the newest); each filter given is a condition an index serves."""
 
     op: ClassVar[str] = "list_jobs"
     queue: str | None
@@ -525,23 +490,10 @@ class ListJobs(RowsOp):
     task: str | None
     created_after: Any
     created_before: Any
-    after: int
     limit: int
-
-
-@dataclass(frozen=True, slots=True)
-class ListJobsNewest(RowsOp):
-    """list jobs newest"""
-
-    op: ClassVar[str] = "list_jobs_newest"
-    queue: str | None
-    status: Any
-    key: str | None
-    task: str | None
-    created_after: Any
-    created_before: Any
-    before: int | None
-    limit: int
+    after: int | None = None
+    before: int | None = None
+    newest: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -612,10 +564,12 @@ class Dependents(RowsOp):
 
 @dataclass(frozen=True, slots=True)
 class Subscribers(RowsOp):
-    """subscribers"""
+    """The job's subscribers, in the order they came; with ``subscriber``, that one only
+    (no row: it is not one of them)."""
 
     op: ClassVar[str] = "subscribers"
     job_id: int
+    subscriber: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -676,14 +630,6 @@ class Throughput(RowsOp):
     op: ClassVar[str] = "throughput"
     since: Any
     queue: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class PruneThroughput(RowsOp):
-    """prune throughput"""
-
-    op: ClassVar[str] = "prune_throughput"
-    older_than_s: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -786,18 +732,12 @@ class DbNow(RowsOp):
 
 @dataclass(frozen=True, slots=True)
 class QueueSettings(RowsOp):
-    """queue settings"""
+    """Every queue's settings row, or ``queue``'s; with ``lock``, locked until the
+    transaction ends (a change, or a claim under flow control, reads them so)."""
 
     op: ClassVar[str] = "queue_settings"
     queue: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class LockQueueSettings(RowsOp):
-    """lock queue settings"""
-
-    op: ClassVar[str] = "lock_queue_settings"
-    queue: str
+    lock: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -818,19 +758,12 @@ class SaveQueueSettings(RowsOp):
 
 @dataclass(frozen=True, slots=True)
 class CountRunning(RowsOp):
-    """count running"""
+    """How many jobs of ``queue`` run (``n``), or with ``groups`` (a JSON array) how
+    many of each of those groups (``job_group``, ``n``; a group with none: no row)."""
 
     op: ClassVar[str] = "count_running"
     queue: str
-
-
-@dataclass(frozen=True, slots=True)
-class CountRunningInGroups(RowsOp):
-    """count running in groups"""
-
-    op: ClassVar[str] = "count_running_in_groups"
-    queue: str
-    groups: str
+    groups: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -846,21 +779,13 @@ class ClaimCandidates(RowsOp):
 
 @dataclass(frozen=True, slots=True)
 class CountStarts(RowsOp):
-    """count starts"""
+    """How many jobs of ``queue`` started in the last ``period`` seconds, or per group
+    of ``groups`` (as ``CountRunning``)."""
 
     op: ClassVar[str] = "count_starts"
     queue: str
     period: Any
-
-
-@dataclass(frozen=True, slots=True)
-class CountStartsInGroups(RowsOp):
-    """count starts in groups"""
-
-    op: ClassVar[str] = "count_starts_in_groups"
-    queue: str
-    period: Any
-    groups: str
+    groups: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -1055,24 +980,15 @@ class GetWorkflow(RowsOp):
 
 @dataclass(frozen=True, slots=True)
 class ListWorkflows(RowsOp):
-    """Runs in id order after :after (0: from the start), at most :limit; only those
-    with :label, and those whose status (read from their steps) is :status, if given."""
+    """Runs in id order after :after (0: from the start), or (``newest``) in descending
+    order below :before (None: from the newest), at most :limit; only those with
+    :label, and those whose status (read from their steps) is :status, if given."""
 
     op: ClassVar[str] = "list_workflows"
-    after: int
     limit: int
-    label: str | None = None
-    status: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ListWorkflowsNewest(RowsOp):
-    """Runs in descending id order below :after (None: from the newest), at most :limit;
-    filtered as ``ListWorkflows``."""
-
-    op: ClassVar[str] = "list_workflows_newest"
-    after: int | None
-    limit: int
+    after: int | None = None
+    before: int | None = None
+    newest: int | None = None
     label: str | None = None
     status: str | None = None
 

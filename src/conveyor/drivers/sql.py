@@ -26,14 +26,18 @@ def _read(package: str, name: str) -> str:
     return resources.files(package).joinpath(name).read_text(encoding="utf-8")
 
 
-Line = tuple[str, str | None]  # a line of SQL, and the parameter it needs (if any)
+# A line of SQL, the parameter it depends on (if any), and whether it is kept when that
+# parameter is given (``-- if``) or when it is not (``-- unless``).
+Line = tuple[str, str | None, bool]
 
 
 class Statements(dict[str, str]):
     """Statements by name. A statement may hold *optional lines*, each marked
-    ``-- if :param``: a line is kept only when that parameter is not ``None``, so a read
-    with optional filters becomes, per combination of filters given, a statement that
-    names only those (an index serves each; ``:x IS NULL OR col = :x`` defeats them).
+    ``-- if :param`` (kept only when that parameter is not ``None``) or ``-- unless
+    :param`` (kept only when it is). So a read with optional filters becomes, per
+    combination of filters given, a statement that names only those (an index serves
+    each; ``:x IS NULL OR col = :x`` defeats them), and one operation may have variants
+    (the rows it answers, the order it reads in) without a second statement.
     ``text(name, params)`` gives the statement for a call."""
 
     def __init__(self, fixed: dict[str, str], optional: dict[str, list[Line]]) -> None:
@@ -46,10 +50,10 @@ class Statements(dict[str, str]):
         if lines is None:
             return self[name]
         given = params or {}
-        key = (name, tuple(p is None or given.get(p) is not None for _, p in lines))
+        key = (name, tuple(p is None or (given.get(p) is not None) is when for _, p, when in lines))
         made = self._made.get(key)
         if made is None:
-            kept = [ln for (ln, _), keep in zip(lines, key[1], strict=True) if keep]
+            kept = [ln for (ln, _, _), keep in zip(lines, key[1], strict=True) if keep]
             made = self._made[key] = "\n".join(kept).rstrip().rstrip(";")
         return made
 
@@ -58,11 +62,14 @@ class Statements(dict[str, str]):
         placeholder style, say)."""
         return Statements(
             {name: change(sql) for name, sql in self.items()},
-            {name: [(change(ln), p) for ln, p in lines] for name, lines in self._optional.items()},
+            {
+                name: [(change(ln), p, when) for ln, p, when in lines]
+                for name, lines in self._optional.items()
+            },
         )
 
 
-_OPTIONAL = re.compile(r"^(.*?)\s*--\s*if\s+:(\w+)\s*$")
+_OPTIONAL = re.compile(r"^(.*?)\s*--\s*(if|unless)\s+:(\w+)\s*$")
 
 
 def load_queries(package: str, macros: dict[str, str]) -> Statements:
@@ -86,7 +93,7 @@ def load_queries(package: str, macros: dict[str, str]) -> Statements:
             marked = [_OPTIONAL.match(ln) for ln in text.splitlines()]
             if any(marked):
                 optional[name] = [
-                    (m.group(1), m.group(2)) if m else (ln, None)
+                    (m.group(1), m.group(3), m.group(2) == "if") if m else (ln, None, True)
                     for ln, m in zip(text.splitlines(), marked, strict=True)
                 ]
     return Statements(fixed, optional)

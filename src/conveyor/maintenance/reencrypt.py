@@ -30,7 +30,7 @@ def _page(keys: crypto.Keyring, after: int, limit: int) -> Call[tuple[int | None
         jobs = values = unopened = 0
         for row in rows:
             touched = False
-            for column, op in (("payload", db.ResealPayload), ("result", db.ResealResult)):
+            for column, which in (("payload", None), ("result", 1)):
                 raw = row[column]
                 value = v.decode_json(raw) if raw is not None else None
                 if not crypto.sealed(value):
@@ -40,7 +40,8 @@ def _page(keys: crypto.Keyring, after: int, limit: int) -> Call[tuple[int | None
                     unopened += 1
                     continue
                 old: Any = raw if isinstance(raw, str) else v.json_param(raw)
-                changed = yield op(id=row["id"], old=old, new=v.json_param(again))
+                new = v.json_param(again)
+                changed = yield db.Reseal(id=row["id"], old=old, new=new, result=which)
                 values += changed
                 touched = touched or bool(changed)
             jobs += touched

@@ -24,11 +24,11 @@ def retry(job: Any, *, reset_attempts: Any = True) -> Call[Job]:
     jid = job_id(job)
     if not isinstance(reset_attempts, bool):
         raise InvalidArgument(f"reset_attempts: expected true or false, got {reset_attempts!r}")
-    reopen = db.ReopenJob if reset_attempts else db.ReopenJobWithinAttempts
+    keep = None if reset_attempts else 1
 
     def build(v: Values) -> Plan[Job]:
         try:
-            rows = yield reopen(id=jid)
+            rows = yield db.ReopenJob(id=jid, keep_attempts=keep)
         except DuplicateJob:
             raise InvalidTransition(
                 f"cannot retry job {jid}: another active job has its key"

@@ -96,7 +96,7 @@ def _claim(
     # limits), so only a claim that found nothing needs to look whether that is why.
     rows = yield db.ClaimJobs(**params)
     if not rows:
-        settings = yield db.LockQueueSettings(queue=params["queue"])
+        settings = yield db.QueueSettings(queue=params["queue"], lock=1)
         if settings and settings[0]["controlled"]:
             rows = yield from claim_controlled(v, settings[0], params)
     remaining = None

@@ -362,7 +362,7 @@ def _insert(v: Values, job: NewJob, policy: Dedupe, subscriber: str | None) -> P
         # job's row, so none passes it. Refused, the whole enqueue changes nothing.
         yield db.LockSubscribers(job_id=found.id)
         yield db.AddSubscriber(job_id=found.id, subscriber=subscriber, cap=MAX_SUBSCRIBERS)
-        if not (yield db.HasSubscriber(job_id=found.id, subscriber=subscriber)):
+        if not (yield db.Subscribers(job_id=found.id, subscriber=subscriber)):
             raise TooManySubscribers(
                 f"subscriber: job {found.id} has {MAX_SUBSCRIBERS} subscribers already; "
                 f"a job takes at most {MAX_SUBSCRIBERS}"
@@ -379,7 +379,7 @@ def _insert_or_find(v: Values, job: NewJob, policy: Dedupe) -> Plan[Job]:
     # The unique index decides races: a conflicting insert returns nothing and we look
     # again. The loop only repeats when the active job finished in between.
     for _ in range(_RACE_ROUNDS):
-        active = yield db.ActiveByKey(**where)
+        active = yield db.JobsByKey(**where, active=1)
         if active:
             found = active[0]
             if lease_expired(v, found):
@@ -394,7 +394,7 @@ def _insert_or_find(v: Values, job: NewJob, policy: Dedupe) -> Plan[Job]:
                     job_id=found["id"],
                 )
             return v.decode_job(found, deduplicated=True)
-        latest = yield db.LatestByKey(**where, task=None)
+        latest = yield db.JobsByKey(**where)
         if latest:
             reused = yield from _reuse(v, latest[0], policy)
             if reused is not None:

@@ -69,7 +69,7 @@ def _change(queue: Any, op: str, **changes: Any) -> Call[QueueSettings]:
     name = check.name(queue, "queue")
 
     def build(v: Values) -> Plan[QueueSettings]:
-        rows = yield db.LockQueueSettings(queue=name)
+        rows = yield db.QueueSettings(queue=name, lock=1)
         current = settings_from_row(v, rows[0]) if rows else QueueSettings(name)
         fields = {
             "paused": current.paused,
@@ -192,14 +192,14 @@ def _room_for(
         room[group] = MAX_SCAN
     if settings["group_max_running"] is not None:
         cap = settings["group_max_running"]
-        rows = yield db.CountRunningInGroups(queue=queue, groups=names)
+        rows = yield db.CountRunning(queue=queue, groups=names)
         running = {r["job_group"]: int(r["n"]) for r in rows}
         for group in groups:
             room[group] = min(room[group], cap - running.get(group, 0))
     if settings["group_rate_limit"] is not None:
         limit, period = settings["group_rate_limit"], settings["group_rate_period"]
         params: dict[str, Any] = {"queue": queue, "groups": names, "period": period}
-        rows = yield db.CountStartsInGroups(**params)
+        rows = yield db.CountStarts(**params)
         started = {r["job_group"]: int(r["n"]) for r in rows}
         for group in groups:
             room[group] = min(room[group], limit - started.get(group, 0))

@@ -28,7 +28,7 @@ def take_notifications(*, limit: Any, lease: Any) -> Call[list[tuple[Job, list[s
         if not taken:
             return []
         ids = sorted({r["job_id"] for r in taken})
-        rows = yield db.JobsById(ids=v.json_param(ids))
+        rows = yield db.GetJob(ids=v.json_param(ids))
         jobs = {r["id"]: v.decode_job(r) for r in rows}
         found: dict[int, list[str]] = {}
         for row in sorted(taken, key=lambda r: (r["job_id"], r["subscriber"])):

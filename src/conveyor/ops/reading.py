@@ -57,8 +57,8 @@ def latest(key: Any, *, queue: Any, task: Any) -> Call[Job | None]:
     }
 
     def build(v: Values) -> Plan[Job | None]:
-        rows = yield db.LatestByKey(**where)
-        row = yield from _fresh(v, rows, db.LatestByKey(**where))
+        rows = yield db.JobsByKey(**where)
+        row = yield from _fresh(v, rows, db.JobsByKey(**where))
         if row is None:
             # A key retired by a retention policy: its job as it was when pruned.
             retired = yield db.RetiredKey(**where)
@@ -111,10 +111,8 @@ def jobs(
             "created_after": None if since is None else v.encode_time(since),
             "created_before": None if until is None else v.encode_time(until),
         }
-        if descending:
-            rows = yield db.ListJobsNewest(**where, before=cursor)
-        else:
-            rows = yield db.ListJobs(**where, after=cursor or 0)
+        page = {"before": cursor, "newest": 1} if descending else {"after": cursor or 0}
+        rows = yield db.ListJobs(**where, **page)
         return [v.decode_job(r) for r in rows]
 
     wire = {**params, "after": cursor, "newest_first": descending, "created_after": since,

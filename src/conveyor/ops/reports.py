@@ -93,7 +93,7 @@ def fail_many(d: Defaults, items: Sequence[tuple[int, str, str, bool, Any]]) -> 
 def _fail_all(v: Values, backoff: BackoffPolicy, batch: list[dict[str, Any]]) -> Plan[list[Job]]:
     """Each failure's ending decided by the state machine from the attempts made (read
     first), then written under a guard that those attempts still hold."""
-    rows = yield db.JobsById(ids=v.json_param([i["id"] for i in batch]))
+    rows = yield db.GetJob(ids=v.json_param([i["id"] for i in batch]))
     current = {r["id"]: r for r in rows}
     ready = []
     for item in batch:

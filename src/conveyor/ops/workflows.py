@@ -215,7 +215,7 @@ def _refuse_duplicate(missing: list[_Prepared]) -> Plan[None]:
     for s in missing:
         if s.job.key is None:
             continue
-        rows = yield db.ActiveByKey(queue=s.job.queue, key=s.job.key)
+        rows = yield db.JobsByKey(queue=s.job.queue, key=s.job.key, active=1)
         if rows:
             found = rows[0]
             raise DuplicateJob(
@@ -282,12 +282,8 @@ def workflows(
     named = None if label is None else check.name(label, "label", max_length=MAX_LABEL_LENGTH)
 
     def build(v: Values) -> Plan[list[WorkflowSummary]]:
-        if newest_first:
-            rows = yield db.ListWorkflowsNewest(
-                after=cursor, limit=size, label=named, status=wanted
-            )
-        else:
-            rows = yield db.ListWorkflows(after=cursor or 0, limit=size, label=named, status=wanted)
+        page = {"before": cursor, "newest": 1} if newest_first else {"after": cursor or 0}
+        rows = yield db.ListWorkflows(**page, limit=size, label=named, status=wanted)
         if not rows:
             return []
         tallies = yield db.WorkflowCounts(ids=v.json_param([r["id"] for r in rows]))

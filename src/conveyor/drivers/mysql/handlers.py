@@ -484,9 +484,6 @@ def pending_summary(session: HandlerSession, params: Mapping[str, Any]) -> Steps
 HANDLERS: dict[str, Handler] = {
     # admin
     "reopen_job": guarded("reopen_job_lock", "reopen_job_update"),
-    "reopen_job_within_attempts": guarded(
-        "reopen_job_within_attempts_lock", "reopen_job_within_attempts_update"
-    ),
     "cancel_job": guarded("cancel_job_lock", "cancel_job_update"),
     "reopen_jobs": guarded("reopen_jobs_lock", "reopen_job_update", _ID_QUEUE),
     "complete_by_key": guarded(

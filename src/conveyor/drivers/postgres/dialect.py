@@ -49,7 +49,7 @@ _ERRORS_KEPT = (
 # then read every finished job before them (benchmarks/growth.py). Planned with its
 # values, each call gets the index its filter needs; planning costs a fraction of a
 # millisecond, and these are reads of pages for people, not the hot path.
-PLANNED_PER_CALL = frozenset({"list_jobs", "list_jobs_newest"})
+PLANNED_PER_CALL = frozenset({"list_jobs"})
 
 
 def prepare(query: str) -> bool | None:

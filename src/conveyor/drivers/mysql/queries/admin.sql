@@ -5,31 +5,26 @@
 -- a SELECT reads them back.
 
 -- name: reopen_job_lock
--- An explicit retry: a final job becomes pending again with a fresh set of attempts.
+-- An explicit retry: a final job becomes pending again with a fresh set of attempts;
+-- with :keep_attempts, only a failed or cancelled job that has attempts left, its
+-- attempts spent kept.
 SELECT id, queue, task, status, has_dependents FROM conveyor_jobs
-WHERE id = :id AND status IN {from_retry}
+WHERE id = :id
+  AND status IN {from_retry}  -- unless :keep_attempts
+  AND status IN {from_retry_within_attempts} AND attempts < max_attempts  -- if :keep_attempts
 FOR UPDATE;
 
 -- name: reopen_job_update
 UPDATE conveyor_jobs FORCE INDEX (PRIMARY)
-SET status = 'pending', attempts = 0, run_at = {now}, result = NULL, finished_at = NULL,
+SET status = 'pending',
+    attempts = 0,  -- unless :keep_attempts
+    run_at = {now}, result = NULL, finished_at = NULL,
     claim_id = NULL, claimed_at = NULL, worker = NULL, heartbeat_at = NULL,
     lease_expires_at = NULL, updated_at = {now}
-WHERE id IN :locked AND status IN {from_retry};
-
--- name: reopen_job_within_attempts_lock
--- A retry that keeps the attempts spent: only a failed or cancelled job that has
--- attempts left becomes pending again.
-SELECT id, queue, task, status, has_dependents FROM conveyor_jobs
-WHERE id = :id AND status IN {from_retry_within_attempts} AND attempts < max_attempts
-FOR UPDATE;
-
--- name: reopen_job_within_attempts_update
-UPDATE conveyor_jobs FORCE INDEX (PRIMARY)
-SET status = 'pending', run_at = {now}, result = NULL, finished_at = NULL,
-    claim_id = NULL, claimed_at = NULL, worker = NULL, heartbeat_at = NULL,
-    lease_expires_at = NULL, updated_at = {now}
-WHERE id IN :locked AND status IN {from_retry_within_attempts};
+WHERE id IN :locked
+  AND status IN {from_retry}  -- unless :keep_attempts
+  AND status IN {from_retry_within_attempts}  -- if :keep_attempts
+;
 
 -- name: cancel_job_lock
 SELECT id, queue, task, status, has_dependents FROM conveyor_jobs
@@ -63,12 +58,11 @@ WHERE id > :after AND (instr(payload, :marker) > 0 OR instr(result, :marker) > 0
 ORDER BY id
 LIMIT :limit;
 
--- name: reseal_payload
--- The payload sealed again (conveyor reencrypt), if it is still what was read.
-UPDATE conveyor_jobs SET payload = :new
-WHERE id = :id AND payload = :old;
+-- name: reseal
+-- The payload (or, with :result, the result) sealed again (conveyor reencrypt), if it
+-- is still what was read.
+UPDATE conveyor_jobs
+SET payload = :new WHERE id = :id AND payload = :old  -- unless :result
+SET result = :new WHERE id = :id AND result = :old  -- if :result
+;
 
--- name: reseal_result
--- The result sealed again (conveyor reencrypt), if it is still what was read.
-UPDATE conveyor_jobs SET result = :new
-WHERE id = :id AND result = :old;

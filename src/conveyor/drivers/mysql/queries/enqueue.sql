@@ -40,15 +40,16 @@ SELECT id, run_at, created_at FROM conveyor_jobs
 WHERE id BETWEEN :first_id AND :last_id
 ORDER BY id;
 
--- name: active_by_key
+-- name: jobs_by_key
+-- The jobs of :queue with :key: the active ones (:active), or the newest of any state
+-- (of :task, when given).
 SELECT *, {now} AS db_now FROM conveyor_jobs
-WHERE queue = :queue AND `key` = :key AND status IN ('pending', 'running');
-
--- name: latest_by_key
-SELECT *, {now} AS db_now FROM conveyor_jobs
-WHERE queue = :queue AND `key` = :key AND (:task IS NULL OR task = :task)
-ORDER BY id DESC
-LIMIT 1;
+WHERE queue = :queue AND `key` = :key
+  AND status IN ('pending', 'running')  -- if :active
+  AND task = :task  -- if :task
+ORDER BY id DESC  -- unless :active
+LIMIT 1  -- unless :active
+;
 
 -- name: lock_subscribers
 -- Callers adding subscribers to the job take their turn: each one's guard below then
@@ -62,10 +63,6 @@ SELECT :job_id, :subscriber, {now}
 FROM DUAL
 WHERE (SELECT count(*) FROM conveyor_subscribers WHERE job_id = :job_id) < :cap
 ON DUPLICATE KEY UPDATE job_id = conveyor_subscribers.job_id;
-
--- name: has_subscriber
-SELECT 1 AS found FROM conveyor_subscribers
-WHERE job_id = :job_id AND subscriber = :subscriber;
 
 -- name: mark_dependencies_lock
 -- The jobs a new job runs after, locked so none can finish unseen before the new job's

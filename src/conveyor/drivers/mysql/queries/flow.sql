@@ -3,12 +3,12 @@
 -- row, so claims of that queue take turns and no race lets a cap be passed.
 
 -- name: queue_settings
+-- Every queue's settings, or :queue's; :lock: locked until the transaction ends.
 SELECT *, {now} AS db_now FROM conveyor_queues
-WHERE (:queue IS NULL OR queue = :queue)
-ORDER BY queue;
-
--- name: lock_queue_settings
-SELECT *, {now} AS db_now FROM conveyor_queues WHERE queue = :queue FOR UPDATE;
+WHERE queue = :queue  -- if :queue
+ORDER BY queue
+FOR UPDATE  -- if :lock
+;
 
 -- name: save_queue_settings_upsert
 INSERT INTO conveyor_queues
@@ -29,14 +29,15 @@ ON DUPLICATE KEY UPDATE
     updated_at = {now};
 
 -- name: count_running
-SELECT count(*) AS n FROM conveyor_jobs WHERE status = 'running' AND queue = :queue;
-
--- name: count_running_in_groups
+-- The running jobs of :queue, or (:groups, a JSON array) of each of those groups.
 -- group_status: the status of a job with a group, NULL for the others (migration 0014).
-SELECT job_group, count(*) AS n FROM conveyor_jobs
-WHERE queue = :queue AND group_status = 'running'
-  AND job_group IN (SELECT g FROM JSON_TABLE(:groups, '$[*]' COLUMNS (g {text} PATH '$')) AS t)
-GROUP BY job_group;
+SELECT count(*) AS n FROM conveyor_jobs  -- unless :groups
+SELECT job_group, count(*) AS n FROM conveyor_jobs  -- if :groups
+WHERE queue = :queue AND status = 'running'  -- unless :groups
+WHERE queue = :queue AND group_status = 'running'  -- if :groups
+  AND job_group IN (SELECT g FROM JSON_TABLE(:groups, '$[*]' COLUMNS (g {text} PATH '$')) AS t)  -- if :groups
+GROUP BY job_group  -- if :groups
+;
 
 -- name: claim_candidates
 -- The next claimable jobs after the (:priority, :id) cursor, in claim order.
@@ -47,14 +48,13 @@ ORDER BY priority, id
 LIMIT :limit;
 
 -- name: count_starts
-SELECT count(*) AS n FROM conveyor_starts
-WHERE queue = :queue AND started_at > {now} - INTERVAL :period SECOND;
-
--- name: count_starts_in_groups
-SELECT job_group, count(*) AS n FROM conveyor_starts
+-- The jobs of :queue started in the last :period seconds, or (:groups) per group.
+SELECT count(*) AS n FROM conveyor_starts  -- unless :groups
+SELECT job_group, count(*) AS n FROM conveyor_starts  -- if :groups
 WHERE queue = :queue AND started_at > {now} - INTERVAL :period SECOND
-  AND job_group IN (SELECT g FROM JSON_TABLE(:groups, '$[*]' COLUMNS (g {text} PATH '$')) AS t)
-GROUP BY job_group;
+  AND job_group IN (SELECT g FROM JSON_TABLE(:groups, '$[*]' COLUMNS (g {text} PATH '$')) AS t)  -- if :groups
+GROUP BY job_group  -- if :groups
+;
 
 -- name: record_starts
 INSERT INTO conveyor_starts (queue, job_group, started_at)

@@ -1,11 +1,11 @@
 -- Reading jobs and counts.
 
 -- name: get_job
-SELECT *, {now} AS db_now FROM conveyor_jobs WHERE id = :id;
-
--- name: jobs_by_id
-SELECT * FROM conveyor_jobs
-WHERE id IN (SELECT id FROM JSON_TABLE(:ids, '$[*]' COLUMNS (id BIGINT PATH '$')) AS t);
+-- One job (:id), or the jobs :ids (a JSON array).
+SELECT *, {now} AS db_now FROM conveyor_jobs
+WHERE id = :id  -- if :id
+WHERE id IN (SELECT id FROM JSON_TABLE(:ids, '$[*]' COLUMNS (id BIGINT PATH '$')) AS t)  -- if :ids
+;
 
 -- name: list_jobs
 -- Each filter is a line of its own, kept only when given (see Statements): every
@@ -16,28 +16,17 @@ WHERE id IN (SELECT id FROM JSON_TABLE(:ids, '$[*]' COLUMNS (id BIGINT PATH '$')
 -- queue, id) give the same order and reach the matching jobs at once.
 SELECT * FROM conveyor_jobs
   IGNORE INDEX FOR ORDER BY (PRIMARY)     -- if :status
-WHERE id > :after
-  AND queue = :queue                      -- if :queue
-  AND status = :status                    -- if :status
-  AND `key` = :key                        -- if :key
-  AND task = :task                        -- if :task
-  AND created_at >= :created_after        -- if :created_after
-  AND created_at < :created_before        -- if :created_before
-ORDER BY id
-LIMIT :limit;
-
--- name: list_jobs_newest
-SELECT * FROM conveyor_jobs
-  IGNORE INDEX FOR ORDER BY (PRIMARY)     -- if :status
 WHERE true
+  AND id > :after                         -- if :after
+  AND id < :before                        -- if :before
   AND queue = :queue                      -- if :queue
   AND status = :status                    -- if :status
   AND `key` = :key                        -- if :key
   AND task = :task                        -- if :task
   AND created_at >= :created_after        -- if :created_after
   AND created_at < :created_before        -- if :created_before
-  AND id < :before                        -- if :before
-ORDER BY id DESC
+ORDER BY id                               -- unless :newest
+ORDER BY id DESC                          -- if :newest
 LIMIT :limit;
 
 -- name: dependents
@@ -46,6 +35,7 @@ SELECT job_id FROM conveyor_dependencies WHERE depends_on = :id ORDER BY job_id;
 -- name: subscribers
 SELECT subscriber FROM conveyor_subscribers
 WHERE job_id = :job_id
+  AND subscriber = :subscriber  -- if :subscriber
 ORDER BY created_at, subscriber;
 
 -- name: count_by_queue_status
@@ -147,10 +137,6 @@ FROM (SELECT minute, queue, completed, failed FROM conveyor_throughput
 WHERE minute >= :since AND (:queue IS NULL OR queue = :queue)
 GROUP BY minute
 ORDER BY minute;
-
--- name: prune_throughput
-DELETE FROM conveyor_throughput
-WHERE minute < {now} - INTERVAL :older_than_s SECOND;
 
 -- name: db_now
 SELECT {now} AS db_now;

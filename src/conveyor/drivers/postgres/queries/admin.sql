@@ -1,22 +1,18 @@
 -- An operator's changes to jobs.
 
 -- name: reopen_job
--- An explicit retry: a final job becomes pending again with a fresh set of attempts.
+-- An explicit retry: a final job becomes pending again with a fresh set of attempts;
+-- with :keep_attempts, only a failed or cancelled job that has attempts left, its
+-- attempts spent kept.
 UPDATE {schema}.conveyor_jobs
-SET status = 'pending', attempts = 0, run_at = now(), result = NULL, finished_at = NULL,
+SET status = 'pending',
+    attempts = 0,  -- unless :keep_attempts
+    run_at = now(), result = NULL, finished_at = NULL,
     claim_id = NULL, claimed_at = NULL, worker = NULL, heartbeat_at = NULL,
     lease_expires_at = NULL, updated_at = now()
-WHERE id = :id AND status IN {from_retry}
-RETURNING *;
-
--- name: reopen_job_within_attempts
--- A retry that keeps the attempts spent: only a failed or cancelled job that has
--- attempts left becomes pending again.
-UPDATE {schema}.conveyor_jobs
-SET status = 'pending', run_at = now(), result = NULL, finished_at = NULL,
-    claim_id = NULL, claimed_at = NULL, worker = NULL, heartbeat_at = NULL,
-    lease_expires_at = NULL, updated_at = now()
-WHERE id = :id AND status IN {from_retry_within_attempts} AND attempts < max_attempts
+WHERE id = :id
+  AND status IN {from_retry}  -- unless :keep_attempts
+  AND status IN {from_retry_within_attempts} AND attempts < max_attempts  -- if :keep_attempts
 RETURNING *;
 
 -- name: cancel_job
@@ -64,15 +60,13 @@ WHERE id > :after
 ORDER BY id
 LIMIT :limit;
 
--- name: reseal_payload
--- The payload sealed again (conveyor reencrypt), if it is still what was read.
-UPDATE {schema}.conveyor_jobs SET payload = :new::jsonb
-WHERE id = :id AND payload = :old::jsonb;
-
--- name: reseal_result
--- The result sealed again (conveyor reencrypt), if it is still what was read.
-UPDATE {schema}.conveyor_jobs SET result = :new::jsonb
-WHERE id = :id AND result = :old::jsonb;
+-- name: reseal
+-- The payload (or, with :result, the result) sealed again (conveyor reencrypt), if it
+-- is still what was read.
+UPDATE {schema}.conveyor_jobs
+SET payload = :new::jsonb WHERE id = :id AND payload = :old::jsonb  -- unless :result
+SET result = :new::jsonb WHERE id = :id AND result = :old::jsonb  -- if :result
+;
 
 -- name: run_now
 -- A pending job due now: a scheduled job, or one waiting to retry, stops waiting

@@ -41,15 +41,16 @@ FROM jsonb_array_elements(:items::jsonb) WITH ORDINALITY AS e(value, ord)
 ORDER BY e.ord
 RETURNING id;
 
--- name: active_by_key
+-- name: jobs_by_key
+-- The jobs of :queue with :key: the active ones (:active), or the newest of any state
+-- (of :task, when given).
 SELECT *, now() AS db_now FROM {schema}.conveyor_jobs
-WHERE queue = :queue AND key = :key AND status IN ('pending', 'running');
-
--- name: latest_by_key
-SELECT *, now() AS db_now FROM {schema}.conveyor_jobs
-WHERE queue = :queue AND key = :key AND (:task::text IS NULL OR task = :task)
-ORDER BY id DESC
-LIMIT 1;
+WHERE queue = :queue AND key = :key
+  AND status IN ('pending', 'running')  -- if :active
+  AND task = :task  -- if :task
+ORDER BY id DESC  -- unless :active
+LIMIT 1  -- unless :active
+;
 
 -- name: lock_subscribers
 -- Callers adding subscribers to the job take their turn: each one's guard below then
@@ -62,10 +63,6 @@ INSERT INTO {schema}.conveyor_subscribers (job_id, subscriber, created_at)
 SELECT :job_id, :subscriber, now()
 WHERE (SELECT count(*) FROM {schema}.conveyor_subscribers WHERE job_id = :job_id) < :cap
 ON CONFLICT DO NOTHING;
-
--- name: has_subscriber
-SELECT 1 AS found FROM {schema}.conveyor_subscribers
-WHERE job_id = :job_id AND subscriber = :subscriber;
 
 -- name: mark_dependencies
 -- The jobs a new job runs after learn that it waits on them; returns their states. The

@@ -5,12 +5,12 @@
 -- dates its jobs): now() is the transaction's start, before any wait for the lock.
 
 -- name: queue_settings
+-- Every queue's settings, or :queue's; :lock: locked until the transaction ends.
 SELECT *, now() AS db_now FROM {schema}.conveyor_queues
-WHERE (:queue::text IS NULL OR queue = :queue)
-ORDER BY queue;
-
--- name: lock_queue_settings
-SELECT *, now() AS db_now FROM {schema}.conveyor_queues WHERE queue = :queue FOR UPDATE;
+WHERE queue = :queue  -- if :queue
+ORDER BY queue
+FOR UPDATE  -- if :lock
+;
 
 -- name: save_queue_settings
 INSERT INTO {schema}.conveyor_queues AS q
@@ -32,13 +32,14 @@ SET paused = excluded.paused,
 RETURNING *, now() AS db_now;
 
 -- name: count_running
-SELECT count(*) AS n FROM {schema}.conveyor_jobs WHERE status = 'running' AND queue = :queue;
-
--- name: count_running_in_groups
-SELECT job_group, count(*) AS n FROM {schema}.conveyor_jobs
-WHERE status = 'running' AND queue = :queue AND job_group IS NOT NULL
-  AND job_group IN (SELECT jsonb_array_elements_text(:groups::jsonb))
-GROUP BY job_group;
+-- The running jobs of :queue, or (:groups, a JSON array) of each of those groups.
+SELECT count(*) AS n FROM {schema}.conveyor_jobs  -- unless :groups
+SELECT job_group, count(*) AS n FROM {schema}.conveyor_jobs  -- if :groups
+WHERE queue = :queue AND status = 'running'  -- unless :groups
+WHERE queue = :queue AND status = 'running' AND job_group IS NOT NULL  -- if :groups
+  AND job_group IN (SELECT jsonb_array_elements_text(:groups::jsonb))  -- if :groups
+GROUP BY job_group  -- if :groups
+;
 
 -- name: claim_candidates
 -- The next claimable jobs after the (:priority, :id) cursor, in claim order.
@@ -49,14 +50,13 @@ ORDER BY priority, id
 LIMIT :limit;
 
 -- name: count_starts
-SELECT count(*) AS n FROM {schema}.conveyor_starts
-WHERE queue = :queue AND started_at > clock_timestamp() - make_interval(secs => :period);
-
--- name: count_starts_in_groups
-SELECT job_group, count(*) AS n FROM {schema}.conveyor_starts
+-- The jobs of :queue started in the last :period seconds, or (:groups) per group.
+SELECT count(*) AS n FROM {schema}.conveyor_starts  -- unless :groups
+SELECT job_group, count(*) AS n FROM {schema}.conveyor_starts  -- if :groups
 WHERE queue = :queue AND started_at > clock_timestamp() - make_interval(secs => :period)
-  AND job_group IN (SELECT jsonb_array_elements_text(:groups::jsonb))
-GROUP BY job_group;
+  AND job_group IN (SELECT jsonb_array_elements_text(:groups::jsonb))  -- if :groups
+GROUP BY job_group  -- if :groups
+;
 
 -- name: record_starts
 INSERT INTO {schema}.conveyor_starts (queue, job_group, started_at)

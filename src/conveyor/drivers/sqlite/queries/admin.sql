@@ -1,24 +1,19 @@
 -- An operator's changes to jobs.
 
 -- name: reopen_job
--- An explicit retry: a final job becomes pending again with a fresh set of attempts.
+-- An explicit retry: a final job becomes pending again with a fresh set of attempts;
+-- with :keep_attempts, only a failed or cancelled job that has attempts left, its
+-- attempts spent kept.
 UPDATE conveyor_jobs
 SET key = conveyor_jobs.key,  -- fires the count trigger (migration 0018)
-    status = 'pending', attempts = 0, run_at = {now}, result = NULL, finished_at = NULL,
+    status = 'pending',
+    attempts = 0,  -- unless :keep_attempts
+    run_at = {now}, result = NULL, finished_at = NULL,
     claim_id = NULL, claimed_at = NULL, worker = NULL, heartbeat_at = NULL,
     lease_expires_at = NULL, updated_at = {now}
-WHERE id = :id AND status IN {from_retry}
-RETURNING *;
-
--- name: reopen_job_within_attempts
--- A retry that keeps the attempts spent: only a failed or cancelled job that has
--- attempts left becomes pending again.
-UPDATE conveyor_jobs
-SET key = conveyor_jobs.key,  -- fires the count trigger (migration 0018)
-    status = 'pending', run_at = {now}, result = NULL, finished_at = NULL,
-    claim_id = NULL, claimed_at = NULL, worker = NULL, heartbeat_at = NULL,
-    lease_expires_at = NULL, updated_at = {now}
-WHERE id = :id AND status IN {from_retry_within_attempts} AND attempts < max_attempts
+WHERE id = :id
+  AND status IN {from_retry}  -- unless :keep_attempts
+  AND status IN {from_retry_within_attempts} AND attempts < max_attempts  -- if :keep_attempts
 RETURNING *;
 
 -- name: cancel_job
@@ -69,15 +64,13 @@ WHERE id > :after AND (instr(payload, :marker) > 0 OR instr(result, :marker) > 0
 ORDER BY id
 LIMIT :limit;
 
--- name: reseal_payload
--- The payload sealed again (conveyor reencrypt), if it is still what was read.
-UPDATE conveyor_jobs SET payload = :new
-WHERE id = :id AND payload = :old;
-
--- name: reseal_result
--- The result sealed again (conveyor reencrypt), if it is still what was read.
-UPDATE conveyor_jobs SET result = :new
-WHERE id = :id AND result = :old;
+-- name: reseal
+-- The payload (or, with :result, the result) sealed again (conveyor reencrypt), if it
+-- is still what was read.
+UPDATE conveyor_jobs
+SET payload = :new WHERE id = :id AND payload = :old  -- unless :result
+SET result = :new WHERE id = :id AND result = :old  -- if :result
+;
 
 -- name: run_now
 -- A pending job due now: a scheduled job, or one waiting to retry, stops waiting

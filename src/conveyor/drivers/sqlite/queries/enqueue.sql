@@ -46,15 +46,16 @@ VALUES {values};
 -- payload, priority, run_at, max_attempts, job_group, trace_context].
 (?, ?, ?, NULL, ?, coalesce(?, {now}), ?, ?, ?, {now}, {now});
 
--- name: active_by_key
+-- name: jobs_by_key
+-- The jobs of :queue with :key: the active ones (:active), or the newest of any state
+-- (of :task, when given).
 SELECT *, {now} AS db_now FROM conveyor_jobs
-WHERE queue = :queue AND key = :key AND status IN ('pending', 'running');
-
--- name: latest_by_key
-SELECT *, {now} AS db_now FROM conveyor_jobs
-WHERE queue = :queue AND key = :key AND (:task IS NULL OR task = :task)
-ORDER BY id DESC
-LIMIT 1;
+WHERE queue = :queue AND key = :key
+  AND status IN ('pending', 'running')  -- if :active
+  AND task = :task  -- if :task
+ORDER BY id DESC  -- unless :active
+LIMIT 1  -- unless :active
+;
 
 -- name: lock_subscribers
 -- SQLite's write transaction is the lock.
@@ -66,10 +67,6 @@ INSERT INTO conveyor_subscribers (job_id, subscriber, created_at)
 SELECT :job_id, :subscriber, {now}
 WHERE (SELECT count(*) FROM conveyor_subscribers WHERE job_id = :job_id) < :cap
 ON CONFLICT DO NOTHING;
-
--- name: has_subscriber
-SELECT 1 AS found FROM conveyor_subscribers
-WHERE job_id = :job_id AND subscriber = :subscriber;
 
 -- name: mark_dependencies
 -- The jobs a new job runs after learn that it waits on them; returns their states.

@@ -3,12 +3,11 @@
 -- (on SQLite, BEGIN IMMEDIATE already serialises such claims).
 
 -- name: queue_settings
+-- Every queue's settings, or :queue's; :lock: locked until the transaction ends
+-- (SQLite's write transaction is the lock).
 SELECT *, {now} AS db_now FROM conveyor_queues
-WHERE (:queue IS NULL OR queue = :queue)
+WHERE queue = :queue  -- if :queue
 ORDER BY queue;
-
--- name: lock_queue_settings
-SELECT *, {now} AS db_now FROM conveyor_queues WHERE queue = :queue;
 
 -- name: save_queue_settings
 INSERT INTO conveyor_queues
@@ -30,13 +29,14 @@ SET paused = excluded.paused,
 RETURNING *, {now} AS db_now;
 
 -- name: count_running
-SELECT count(*) AS n FROM conveyor_jobs WHERE status = 'running' AND queue = :queue;
-
--- name: count_running_in_groups
-SELECT job_group, count(*) AS n FROM conveyor_jobs
-WHERE status = 'running' AND queue = :queue AND job_group IS NOT NULL
-  AND job_group IN (SELECT value FROM json_each(:groups))
-GROUP BY job_group;
+-- The running jobs of :queue, or (:groups, a JSON array) of each of those groups.
+SELECT count(*) AS n FROM conveyor_jobs  -- unless :groups
+SELECT job_group, count(*) AS n FROM conveyor_jobs  -- if :groups
+WHERE queue = :queue AND status = 'running'  -- unless :groups
+WHERE queue = :queue AND status = 'running' AND job_group IS NOT NULL  -- if :groups
+  AND job_group IN (SELECT value FROM json_each(:groups))  -- if :groups
+GROUP BY job_group  -- if :groups
+;
 
 -- name: claim_candidates
 -- The next claimable jobs after the (:priority, :id) cursor, in claim order.
@@ -47,14 +47,13 @@ ORDER BY priority, id
 LIMIT :limit;
 
 -- name: count_starts
-SELECT count(*) AS n FROM conveyor_starts
-WHERE queue = :queue AND started_at > {now} - :period;
-
--- name: count_starts_in_groups
-SELECT job_group, count(*) AS n FROM conveyor_starts
+-- The jobs of :queue started in the last :period seconds, or (:groups) per group.
+SELECT count(*) AS n FROM conveyor_starts  -- unless :groups
+SELECT job_group, count(*) AS n FROM conveyor_starts  -- if :groups
 WHERE queue = :queue AND started_at > {now} - :period
-  AND job_group IN (SELECT value FROM json_each(:groups))
-GROUP BY job_group;
+  AND job_group IN (SELECT value FROM json_each(:groups))  -- if :groups
+GROUP BY job_group  -- if :groups
+;
 
 -- name: record_starts
 INSERT INTO conveyor_starts (queue, job_group, started_at)

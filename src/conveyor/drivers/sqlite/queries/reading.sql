@@ -1,28 +1,18 @@
 -- Reading jobs and counts.
 
 -- name: get_job
-SELECT *, {now} AS db_now FROM conveyor_jobs WHERE id = :id;
-
--- name: jobs_by_id
-SELECT * FROM conveyor_jobs WHERE id IN (SELECT value FROM json_each(:ids));
+-- One job (:id), or the jobs :ids (a JSON array).
+SELECT *, {now} AS db_now FROM conveyor_jobs
+WHERE id = :id  -- if :id
+WHERE id IN (SELECT value FROM json_each(:ids))  -- if :ids
+;
 
 -- name: list_jobs
 -- Each filter is a line of its own, kept only when given (see Statements): every
 -- combination is a plain conjunction that an index serves.
 SELECT * FROM conveyor_jobs
-WHERE id > :after
-  AND queue = :queue                      -- if :queue
-  AND status = :status                    -- if :status
-  AND key = :key                          -- if :key
-  AND task = :task                        -- if :task
-  AND created_at >= :created_after        -- if :created_after
-  AND created_at < :created_before        -- if :created_before
-ORDER BY id
-LIMIT :limit;
-
--- name: list_jobs_newest
-SELECT * FROM conveyor_jobs
 WHERE true
+  AND id > :after                         -- if :after
   AND id < :before                        -- if :before
   AND queue = :queue                      -- if :queue
   AND status = :status                    -- if :status
@@ -30,7 +20,8 @@ WHERE true
   AND task = :task                        -- if :task
   AND created_at >= :created_after        -- if :created_after
   AND created_at < :created_before        -- if :created_before
-ORDER BY id DESC
+ORDER BY id                               -- unless :newest
+ORDER BY id DESC                          -- if :newest
 LIMIT :limit;
 
 -- name: list_deferred
@@ -53,6 +44,7 @@ SELECT job_id FROM conveyor_dependencies WHERE depends_on = :id ORDER BY job_id;
 -- name: subscribers
 SELECT subscriber FROM conveyor_subscribers
 WHERE job_id = :job_id
+  AND subscriber = :subscriber  -- if :subscriber
 ORDER BY created_at, subscriber;
 
 -- name: count_by_queue_status
@@ -104,9 +96,6 @@ FROM conveyor_throughput
 WHERE minute >= :since AND (:queue IS NULL OR queue = :queue)
 GROUP BY minute
 ORDER BY minute;
-
--- name: prune_throughput
-DELETE FROM conveyor_throughput WHERE minute < {now} - :older_than_s;
 
 -- name: db_now
 SELECT {now} AS db_now;

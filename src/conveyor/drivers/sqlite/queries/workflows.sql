@@ -43,19 +43,13 @@ SELECT id, label, created_at FROM conveyor_workflows WHERE id = :id;
 -- Optional filters: the label, and the run's status as read from its steps (running
 -- while any is pending or running; then failed, cancelled, completed).
 SELECT w.id, w.label, w.created_at FROM conveyor_workflows AS w
-WHERE w.id > :after
-  AND w.label = :label  -- if :label
-  AND CASE WHEN EXISTS (SELECT 1 FROM conveyor_jobs AS s WHERE s.workflow_id = w.id AND s.status IN ('pending', 'running')) THEN 'running' WHEN EXISTS (SELECT 1 FROM conveyor_jobs AS s WHERE s.workflow_id = w.id AND s.status = 'failed') THEN 'failed' WHEN EXISTS (SELECT 1 FROM conveyor_jobs AS s WHERE s.workflow_id = w.id AND s.status = 'cancelled') THEN 'cancelled' ELSE 'completed' END = :status  -- if :status
-ORDER BY w.id
-LIMIT :limit;
-
--- name: list_workflows_newest
-SELECT w.id, w.label, w.created_at FROM conveyor_workflows AS w
 WHERE true
-  AND w.id < :after  -- if :after
+  AND w.id > :after  -- if :after
+  AND w.id < :before  -- if :before
   AND w.label = :label  -- if :label
   AND CASE WHEN EXISTS (SELECT 1 FROM conveyor_jobs AS s WHERE s.workflow_id = w.id AND s.status IN ('pending', 'running')) THEN 'running' WHEN EXISTS (SELECT 1 FROM conveyor_jobs AS s WHERE s.workflow_id = w.id AND s.status = 'failed') THEN 'failed' WHEN EXISTS (SELECT 1 FROM conveyor_jobs AS s WHERE s.workflow_id = w.id AND s.status = 'cancelled') THEN 'cancelled' ELSE 'completed' END = :status  -- if :status
-ORDER BY w.id DESC
+ORDER BY w.id  -- unless :newest
+ORDER BY w.id DESC  -- if :newest
 LIMIT :limit;
 
 -- name: workflow_counts
