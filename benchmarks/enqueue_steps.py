@@ -80,7 +80,7 @@ def _postgres(pg_url: str) -> Iterator[Steps]:
         op = plain_job(q.defaults, TASK, {"i": 1}, {}).insert(driver)
         plain = _SQL[("postgresql", "conveyor")]["insert"]
         statement, params = driver._queries[op.op], op.params()
-        announcing = driver._announcing[op.op]
+        announcing = driver._announced(statement)
         notified = {**params, "notify_channel": driver.channel, "notify_payload": "q:default"}
 
         def pooled() -> None:

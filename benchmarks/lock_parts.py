@@ -2,7 +2,7 @@
 history table for finished jobs would change.
 
 The worker's write transaction, run alone in one process: ``BEGIN IMMEDIATE``, the
-previous batch's endings (``complete_job_ids``), the claim of the next batch
+previous batch's endings (``complete_jobs``, brief), the claim of the next batch
 (``claim_jobs``), ``COMMIT`` (synchronous=FULL), timed from the BEGIN to the COMMIT
 returning, until the backlog is drained. It runs on conveyor's table as a migrated
 database has it, and on scratch copies:
@@ -168,7 +168,7 @@ def _timed_claim_id() -> str:
 
 def _move_to_history(conn: sqlite3.Connection) -> tuple[str, str]:
     """The history table made, and the two statements of an ending that moves a job
-    there: the completed row inserted (guarded as ``complete_job_ids`` is), then the
+    there: the completed row inserted (guarded as ``complete_jobs`` is), then the
     inserted ids deleted from the jobs table."""
     (table,) = conn.execute(
         "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'conveyor_jobs'"
@@ -215,7 +215,7 @@ def _held_per_job(
         if variant.ids_only:
             assert claim_sql.rstrip().endswith("RETURNING *")
             claim_sql = claim_sql.rstrip().removesuffix("RETURNING *") + "RETURNING id, queue, task"
-        done_sql = statements.text("complete_job_ids", {})
+        done_sql = statements.text("complete_jobs", {"brief": 1})
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA synchronous = FULL")
     if history:

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 from conveyor.config import database_url, open_backend, parse_url
 from conveyor.contract import QueueAPI
 from conveyor.drivers.base import Driver, Session
-from conveyor.drivers.operations import Operation, PruneIdempotencyKeys
+from conveyor.drivers.operations import ForgetIdempotencyKeys, Operation
 from conveyor.errors import ConveyorError, InvalidArgument, TransactionConflict
 from conveyor.job import Job
 from conveyor.ops import Announce, Call, Later, Once, Plan, settled
@@ -127,7 +127,7 @@ class Queue(QueueAPI):
         # Upkeep of the HTTP server's own table, not a call of the contract: one
         # statement, in a transaction of its own.
         with self.driver.session() as session:
-            return session.run(PruneIdempotencyKeys(limit=limit))
+            return session.run(ForgetIdempotencyKeys(limit=limit))
 
     # -- lifecycle ------------------------------------------------------------------
     def close(self) -> None:

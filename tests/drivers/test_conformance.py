@@ -94,7 +94,7 @@ def test_a_bulk_insert_answers_each_new_id_in_the_order_of_its_rows(driver: Driv
     insert(driver)  # ids already handed out
     rows = [["bulk", "t", json.dumps({"n": n}), n % 3, None, 3, None, None] for n in range(30)]
     with driver.session() as s:
-        new = s.run(db.InsertJobIds(items=driver.rows_param(rows[:20])))
+        new = s.run(db.InsertJobs(items=driver.rows_param(rows[:20]), ids_only=1))
         made = s.run(db.InsertJobs(items=driver.rows_param(rows[20:])))
     ids = sorted(r["id"] for r in new)
     made.sort(key=lambda r: r["id"])
@@ -245,8 +245,8 @@ def test_a_lease_renewed_after_it_was_read_is_not_ended(driver: Driver) -> None:
 def test_a_cancel_is_refused_once_the_job_is_final(driver: Driver) -> None:
     job = insert(driver)
     with driver.session() as s:
-        assert len(s.run(db.CancelJob(id=job))) == 1
-        assert s.run(db.CancelJob(id=job)) == []
+        assert len(s.run(db.CancelJobs(id=job))) == 1
+        assert s.run(db.CancelJobs(id=job)) == []
     assert get(driver, job)["status"] == Status.CANCELLED
 
 

@@ -46,7 +46,7 @@ def test_a_claim_is_acknowledged_and_released_through_the_index_of_running_claim
     found = keys(q, database, "ack_claim_lock", claim_id="c")
     assert len(found) == 1 and _first(found[0]) == "conveyor_jobs_claim", found
     for queues in (None, '["default"]'):
-        found = keys(q, database, "release_claim_lock", claim_id="c", queues=queues)
+        found = keys(q, database, "release_jobs_lock", claim_id="c", queues=queues)
         assert _first(found[0]) == "conveyor_jobs_claim", found
 
 

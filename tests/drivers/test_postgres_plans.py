@@ -39,7 +39,7 @@ def test_a_claim_is_acknowledged_and_released_through_the_index_of_running_claim
 ) -> None:
     assert "Index Scan using conveyor_jobs_claim " in plan(schema, "ack_claim", claim_id="c")
     for queues in (None, '["default"]'):
-        found = plan(schema, "release_claim", claim_id="c", queues=queues)
+        found = plan(schema, "release_jobs", claim_id="c", queues=queues)
         assert "Index Scan using conveyor_jobs_claim " in found, found
 
 

@@ -44,5 +44,5 @@ def test_a_claim_is_acknowledged_and_released_through_the_index_of_running_claim
     conveyor.connect(f"sqlite:///{path}", use_env=False).close()
     assert "USING INDEX conveyor_jobs_claim " in plan(path, "ack_claim", claim_id="c")
     for queues in (None, '["default"]'):
-        found = plan(path, "release_claim", claim_id="c", queues=queues)
+        found = plan(path, "release_jobs", claim_id="c", queues=queues)
         assert "USING INDEX conveyor_jobs_claim " in found, found

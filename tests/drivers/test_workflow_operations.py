@@ -84,16 +84,16 @@ def test_retried_dependents_count_their_unmet_dependencies_again(driver: Driver)
     wid = _run_id(driver)
     _steps(driver, wid, [(ids[0], "c", None, 2, [first, second])])
     edges = [[ids[0], first, 0], [ids[0], second, 1]]
-    _run(driver, db.InsertStepEdges(items=driver.json_param(edges)))
+    _run(driver, db.InsertDependencies(items=driver.json_param(edges)))
     locked = _run(driver, db.LockParents(ids=driver.json_param(ids)))
     assert sorted(int(r["id"]) for r in locked) == [first, second]
     with driver.session() as s:
-        s.run(db.CancelJob(id=second))  # final: met for the edge that runs on failure
+        s.run(db.CancelJobs(id=second))  # final: met for the edge that runs on failure
         s.run(db.RecountWaiting(ids=driver.json_param(ids)))
     assert get(driver, ids[0])["waiting_for"] == 1  # `first` is still pending
-    cancelled = _run(driver, db.CancelWorkflow(workflow_id=wid))
+    cancelled = _run(driver, db.CancelJobs(workflow_id=wid))
     assert [int(r["id"]) for r in cancelled] == ids
     assert get(driver, ids[0])["status"] == Status.CANCELLED
-    reopened = _run(driver, db.ReopenJobs(ids=driver.json_param(ids)))
+    reopened = _run(driver, db.ReopenJob(ids=driver.json_param(ids)))
     assert [int(r["id"]) for r in reopened] == ids
     assert get(driver, ids[0])["status"] == Status.PENDING

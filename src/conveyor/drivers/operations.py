@@ -58,6 +58,15 @@ def _reader(cls: type) -> Callable[[Any], dict[str, Any]]:
 _PARAMS: dict[type, Callable[[Any], dict[str, Any]]] = {}
 
 
+def one_of(op: Any, *names: str) -> None:
+    """Refuse an operation that names none, or more than one, of the fields that say which
+    jobs it acts on: each is a line of its statements' ``WHERE`` kept only when given, so
+    with none the statement would act on every job."""
+    given = [n for n in names if getattr(op, n) is not None]
+    if len(given) != 1:
+        raise TypeError(f"{type(op).__name__}: give exactly one of {', '.join(names)}")
+
+
 class RowsOp(Operation[list[Row]]):
     """Answers the rows it read or wrote."""
 
@@ -97,18 +106,13 @@ class InsertJob(RowsOp):
 class InsertJobs(RowsOp):
     """Many jobs without keys or dependencies in one statement. ``items``: the rows, each
     [queue, task, payload, priority, run_at, max_attempts, job_group, trace_context], as
-    the driver's ``rows_param`` made them (a JSON array, or the lists themselves)."""
+    the driver's ``rows_param`` made them (a JSON array, or the lists themselves). Answers
+    each new job's id, run_at and created_at, or with ``ids_only`` its id alone (bulk
+    loads that need no Job objects)."""
 
     op: ClassVar[str] = "insert_jobs"
     items: Any
-
-
-@dataclass(frozen=True, slots=True)
-class InsertJobIds(RowsOp):
-    """The same, returning only the new ids (bulk loads that need no Job objects)."""
-
-    op: ClassVar[str] = "insert_job_ids"
-    items: Any
+    ids_only: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,13 +158,12 @@ class MarkDependencies(RowsOp):
 
 
 @dataclass(frozen=True, slots=True)
-class InsertDependencies(RowsOp):
-    """insert dependencies"""
+class InsertDependencies(CountOp):
+    """Dependency edges, of a new job or of a run's steps: ``items`` is a JSON array of
+    [job_id, depends_on, run_on_failure (0 or 1)]."""
 
     op: ClassVar[str] = "insert_dependencies"
-    job_id: int
-    run_on_failure: Any
-    ids: str
+    items: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,27 +193,19 @@ class ClaimJobs(RowsOp):
 
 @dataclass(frozen=True, slots=True)
 class ClaimIds(RowsOp):
-    """The flow-controlled path: the jobs chosen under the queue's limits, while the queue's
-    settings row is locked. Still guarded. The guard is a CASE so that the ids drive the
-    plan (primary-key lookups): as plain conditions, the statistics of a freshly loaded
-    table send the planner down the claimable index, over the backlog."""
+    """Jobs named by id, guarded: ``ids`` (a JSON array), the flow-controlled path (the
+    jobs chosen under the queue's limits, while the queue's settings row is locked); or
+    the one job ``id``, claimable while pending with its dependencies met. Give one."""
 
     op: ClassVar[str] = "claim_ids"
     claim_id: str
     worker: str
     lease_s: float
-    ids: str
+    ids: str | None = None
+    id: int | None = None
 
-
-@dataclass(frozen=True, slots=True)
-class ClaimJob(RowsOp):
-    """One job, named by id: claimable while pending with its dependencies met."""
-
-    op: ClassVar[str] = "claim_job"
-    claim_id: str
-    worker: str
-    lease_s: float
-    id: int
+    def __post_init__(self) -> None:
+        one_of(self, "ids", "id")
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,31 +227,22 @@ class AckClaim(RowsOp):
 
 
 @dataclass(frozen=True, slots=True)
-class ReleaseClaim(RowsOp):
-    """release claim"""
+class ReleaseJobs(RowsOp):
+    """Running jobs back to pending, their claim forgotten: those of ``claim_id`` (a
+    worker hands its claim back), the job ``id`` (an admin's reset, whoever holds it;
+    answers the whole row), or those claimed more than ``older_than_s`` ago; of
+    ``queues`` and ``tasks`` (JSON arrays), when given. Give one of the first three.
+    Answers id, queue."""
 
-    op: ClassVar[str] = "release_claim"
-    claim_id: str
-    queues: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class ReleaseJob(RowsOp):
-    """release job"""
-
-    op: ClassVar[str] = "release_job"
-    id: int
-
-
-@dataclass(frozen=True, slots=True)
-class ResetClaims(RowsOp):
-    """Running jobs claimed more than :older_than_s ago (of ``queues`` and ``tasks``, when
-    given) back to pending. Answers id, queue."""
-
-    op: ClassVar[str] = "reset_claims"
-    older_than_s: float
-    queues: str | None
+    op: ClassVar[str] = "release_jobs"
+    claim_id: str | None = None
+    id: int | None = None
+    older_than_s: float | None = None
+    queues: str | None = None
     tasks: str | None = None
+
+    def __post_init__(self) -> None:
+        one_of(self, "claim_id", "id", "older_than_s")
 
 
 @dataclass(frozen=True, slots=True)
@@ -287,18 +273,13 @@ class EndLeases(RowsOp):
 
 @dataclass(frozen=True, slots=True)
 class CompleteJobs(RowsOp):
-    """:items is a JSON array of {"id", "claim_id", "result" (JSON text or null)}."""
+    """``items`` is a JSON array of {"id", "claim_id", "result" (JSON text or null)}.
+    Answers the jobs completed, or with ``brief`` only what a worker needs of each (id,
+    queue, status)."""
 
     op: ClassVar[str] = "complete_jobs"
     items: str
-
-
-@dataclass(frozen=True, slots=True)
-class CompleteJobIds(RowsOp):
-    """The same, returning only what a worker needs to know of each job."""
-
-    op: ClassVar[str] = "complete_job_ids"
-    items: str
+    brief: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -323,20 +304,14 @@ class SnoozeJobs(RowsOp):
 
 @dataclass(frozen=True, slots=True)
 class HeartbeatJobs(RowsOp):
-    """:items is a JSON array of {"id", "claim_id"}; a null :extend_s keeps each claim's lease."""
+    """``items`` is a JSON array of {"id", "claim_id"}; a null ``extend_s`` keeps each
+    claim's lease. Answers the jobs still held, or with ``brief`` their ids (a worker's
+    background renewal)."""
 
     op: ClassVar[str] = "heartbeat_jobs"
     items: str
     extend_s: float | None
-
-
-@dataclass(frozen=True, slots=True)
-class HeartbeatJobIds(RowsOp):
-    """The same, returning only the ids still held (a worker's background renewal)."""
-
-    op: ClassVar[str] = "heartbeat_job_ids"
-    extend_s: float | None
-    items: str
+    brief: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -360,13 +335,18 @@ class ProgressJob(RowsOp):
 
 @dataclass(frozen=True, slots=True)
 class ReopenJob(RowsOp):
-    """An explicit retry: a final job becomes pending again with a fresh set of attempts;
-    with ``keep_attempts``, only a failed or cancelled job that has attempts left, and
-    the attempts it spent are kept."""
+    """An explicit retry: a final job (``id``; answers its row) or each of ``ids`` (a
+    JSON array; answers id, queue of those reopened) becomes pending again with a fresh
+    set of attempts; with ``keep_attempts``, only a failed or cancelled job that has
+    attempts left, and the attempts it spent are kept."""
 
     op: ClassVar[str] = "reopen_job"
-    id: int
+    id: int | None = None
+    ids: str | None = None
     keep_attempts: int | None = None
+
+    def __post_init__(self) -> None:
+        one_of(self, "id", "ids")
 
 
 @dataclass(frozen=True, slots=True)
@@ -393,11 +373,20 @@ class Reseal(CountOp):
 
 
 @dataclass(frozen=True, slots=True)
-class CancelJob(RowsOp):
-    """cancel job"""
+class CancelJobs(RowsOp):
+    """Active jobs to cancelled: the job ``id`` (answers its row), the steps of the run
+    ``workflow_id`` not final yet, or every job of ``queue`` with ``key`` (those two
+    answer id, queue). A running one keeps its claim id: its worker's writes are
+    refused. Give one of the three."""
 
-    op: ClassVar[str] = "cancel_job"
-    id: int
+    op: ClassVar[str] = "cancel_jobs"
+    id: int | None = None
+    workflow_id: int | None = None
+    queue: str | None = None
+    key: str | None = None
+
+    def __post_init__(self) -> None:
+        one_of(self, "id", "workflow_id", "key")
 
 
 @dataclass(frozen=True, slots=True)
@@ -408,16 +397,6 @@ class CompleteByKey(RowsOp):
     op: ClassVar[str] = "complete_by_key"
     statuses: str
     result: Any
-    queue: str
-    key: str
-
-
-@dataclass(frozen=True, slots=True)
-class CancelByKey(RowsOp):
-    """Every active job of :queue with :key to cancelled (a running one keeps its claim
-    id: its worker's writes are refused). Answers id, queue."""
-
-    op: ClassVar[str] = "cancel_by_key"
     queue: str
     key: str
 
@@ -470,12 +449,16 @@ class DeleteJob(RowsOp):
 
 @dataclass(frozen=True, slots=True)
 class GetJob(RowsOp):
-    """The job ``id`` (with the database's ``db_now``), or the jobs ``ids`` (a JSON
-    array); give one of the two."""
+    """The job ``id`` (with the database's ``db_now``), the jobs ``ids`` (a JSON array),
+    or the steps of the run ``workflow_id`` in id order; give one of the three."""
 
     op: ClassVar[str] = "get_job"
     id: int | None = None
     ids: str | None = None
+    workflow_id: int | None = None
+
+    def __post_init__(self) -> None:
+        one_of(self, "id", "ids", "workflow_id")
 
 
 @dataclass(frozen=True, slots=True)
@@ -574,19 +557,13 @@ class Subscribers(RowsOp):
 
 @dataclass(frozen=True, slots=True)
 class CountByQueueStatus(RowsOp):
-    """The folded counts plus the deltas not yet folded."""
+    """Jobs per queue and status (of ``queue`` when given): queue, status, n; with
+    ``per_task``, per queue, task and status: queue, task, status, n. The folded counts
+    plus the deltas not yet folded."""
 
     op: ClassVar[str] = "count_by_queue_status"
     queue: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class CountByTaskStatus(RowsOp):
-    """Jobs per queue, task and status (of :queue when given), counted over the
-    (queue, task, status) index: queue, task, status, n."""
-
-    op: ClassVar[str] = "count_by_task_status"
-    queue: str | None
+    per_task: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -644,40 +621,16 @@ class ThroughputHours(RowsOp):
 
 @dataclass(frozen=True, slots=True)
 class RollUpThroughput(CountOp):
-    """Per-minute throughput rows before :before are added to their hour's row (a
-    dialect may delete them in the same statement)."""
+    """Per-minute throughput rows before ``before`` move into their hour's row (added
+    there and deleted, so that two roll-ups never count a minute twice), and hourly rows
+    before ``prune_before`` are deleted. Answers how many hourly rows were written."""
 
     op: ClassVar[str] = "roll_up_throughput"
     before: Any
-
-
-@dataclass(frozen=True, slots=True)
-class DropRolledMinutes(CountOp):
-    """The per-minute rows before :before, once rolled up, are deleted (in the same
-    transaction as ``RollUpThroughput``)."""
-
-    op: ClassVar[str] = "drop_rolled_minutes"
-    before: Any
-
-
-@dataclass(frozen=True, slots=True)
-class PruneThroughputHours(CountOp):
-    """Hourly throughput rows before :before are deleted."""
-
-    op: ClassVar[str] = "prune_throughput_hours"
-    before: Any
+    prune_before: Any
 
 
 # -- idempotent create requests ------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class ForgetExpiredIdempotencyKey(CountOp):
-    """The record of key :idem_key in :scope is deleted if its retention is over."""
-
-    op: ClassVar[str] = "forget_expired_idempotency_key"
-    scope: str
-    idem_key: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -713,11 +666,14 @@ class SaveIdempotentAnswer(CountOp):
 
 
 @dataclass(frozen=True, slots=True)
-class PruneIdempotencyKeys(CountOp):
-    """At most :limit records whose retention is over are deleted."""
+class ForgetIdempotencyKeys(CountOp):
+    """At most ``limit`` records whose retention is over are deleted, oldest first; or,
+    with ``scope`` and ``idem_key``, that key's record alone, if it is over."""
 
-    op: ClassVar[str] = "prune_idempotency_keys"
+    op: ClassVar[str] = "forget_idempotency_keys"
     limit: int
+    scope: str | None = None
+    idem_key: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -811,7 +767,9 @@ class ForgetStarts(RowsOp):
 
 @dataclass(frozen=True, slots=True)
 class WorkerSeen(CountOp):
-    """worker seen"""
+    """A worker's entry made or refreshed: alive for ``ttl_s`` more. ``busy``: the jobs
+    its tasks run now, a JSON array of ``{"id", "started_at"}`` (ISO 8601) kept as the
+    worker sent it (None: left as it was)."""
 
     op: ClassVar[str] = "worker_seen"
     name: str
@@ -822,16 +780,7 @@ class WorkerSeen(CountOp):
     version: str
     ttl_s: float
     running: int
-
-
-@dataclass(frozen=True, slots=True)
-class WorkerBusy(CountOp):
-    """The jobs a registered worker's tasks run now: :busy is a JSON array of
-    ``{"id", "started_at"}`` (ISO 8601), kept as the worker sent it."""
-
-    op: ClassVar[str] = "worker_busy"
-    name: str
-    busy: str
+    busy: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -962,15 +911,6 @@ class InsertSteps(RowsOp):
 
 
 @dataclass(frozen=True, slots=True)
-class InsertStepEdges(CountOp):
-    """The dependencies between a run's steps: :items is a JSON array of
-    [job_id, depends_on, run_on_failure (0 or 1)]."""
-
-    op: ClassVar[str] = "insert_step_edges"
-    items: str
-
-
-@dataclass(frozen=True, slots=True)
 class GetWorkflow(RowsOp):
     """A run's row: id, label, created_at."""
 
@@ -1002,26 +942,10 @@ class WorkflowCounts(RowsOp):
 
 
 @dataclass(frozen=True, slots=True)
-class WorkflowSteps(RowsOp):
-    """Every step of a run, whole, in id order."""
-
-    op: ClassVar[str] = "workflow_steps"
-    workflow_id: int
-
-
-@dataclass(frozen=True, slots=True)
 class WorkflowEdges(RowsOp):
     """The dependencies of a run's steps: job_id, depends_on, run_on_failure."""
 
     op: ClassVar[str] = "workflow_edges"
-    workflow_id: int
-
-
-@dataclass(frozen=True, slots=True)
-class CancelWorkflow(RowsOp):
-    """Cancel every step of a run that is pending or running; answers id, queue."""
-
-    op: ClassVar[str] = "cancel_workflow"
     workflow_id: int
 
 
@@ -1031,15 +955,6 @@ class LockParents(RowsOp):
     (so none finishes unseen while their dependents are re-counted); answers their ids."""
 
     op: ClassVar[str] = "lock_parents"
-    ids: str
-
-
-@dataclass(frozen=True, slots=True)
-class ReopenJobs(RowsOp):
-    """An explicit retry of many final jobs (:ids, JSON), as ``reopen_job`` does one;
-    answers id, queue of those reopened."""
-
-    op: ClassVar[str] = "reopen_jobs"
     ids: str
 
 
@@ -1082,15 +997,6 @@ class SaveRetention(CountOp):
 
 
 @dataclass(frozen=True, slots=True)
-class LockRetention(RowsOp):
-    """The retention policies, locked until the transaction ends (on SQLite, its write
-    transaction is the lock): writers of new policies take their turn, so each one's
-    guard counts the policies the others committed."""
-
-    op: ClassVar[str] = "lock_retention"
-
-
-@dataclass(frozen=True, slots=True)
 class DeleteRetention(RowsOp):
     """The policies for ``queue`` and ``task`` ('' for any) deleted, of one ``status``
     (or of every status when None); returns the statuses deleted."""
@@ -1103,9 +1009,13 @@ class DeleteRetention(RowsOp):
 
 @dataclass(frozen=True, slots=True)
 class ListRetention(RowsOp):
-    """Every retention policy, by status, queue and task."""
+    """Every retention policy, by status, queue and task; with ``lock``, locked until the
+    transaction ends (on SQLite, its write transaction is the lock): writers of new
+    policies take their turn, so each one's guard counts the policies the others
+    committed."""
 
     op: ClassVar[str] = "list_retention"
+    lock: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

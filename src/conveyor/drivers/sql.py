@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -43,17 +43,24 @@ class Statements(dict[str, str]):
     def __init__(self, fixed: dict[str, str], optional: dict[str, list[Line]]) -> None:
         super().__init__(fixed)
         self._optional = optional
+        # Per statement, the parameters its lines depend on: a call's variant is which
+        # of them it gives (a few lookups, on every call of the hot operations too).
+        self._marks = {
+            name: tuple(dict.fromkeys(p for _, p, _ in lines if p is not None))
+            for name, lines in optional.items()
+        }
         self._made: dict[tuple[str, tuple[bool, ...]], str] = {}
 
     def text(self, name: str, params: Mapping[str, Any] | None) -> str:
-        lines = self._optional.get(name)
-        if lines is None:
+        marks = self._marks.get(name)
+        if marks is None:
             return self[name]
         given = params or {}
-        key = (name, tuple(p is None or (given.get(p) is not None) is when for _, p, when in lines))
+        key = (name, tuple(given.get(p) is not None for p in marks))
         made = self._made.get(key)
         if made is None:
-            kept = [ln for (ln, _, _), keep in zip(lines, key[1], strict=True) if keep]
+            present = dict(zip(marks, key[1], strict=True))
+            kept = [ln for ln, p, when in self._optional[name] if p is None or present[p] is when]
             made = self._made[key] = "\n".join(kept).rstrip().rstrip(";")
         return made
 
@@ -137,3 +144,31 @@ def split_statements(script: str, complete: Callable[[str], bool]) -> list[str]:
     if buffer and "\n".join(buffer).strip():
         raise RuntimeError(f"migration ends inside a statement: {buffer[0]!r}")
     return statements
+
+
+def in_order(*names: str) -> Callable[[Any, Any], int]:
+    """A session handler for an operation that changes rows, performed as the
+    statements ``names`` in order, each with the operation's parameters, inside the
+    session's transaction; answers how many rows the first changed."""
+
+    def run(session: Any, op: Any) -> int:
+        params = op.params()
+        changed: int = session.execute(names[0], params)
+        for name in names[1:]:
+            session.execute(name, params)
+        return changed
+
+    return run
+
+
+def in_order_async(*names: str) -> Callable[[Any, Any], Awaitable[int]]:
+    """The same for an asynchronous session."""
+
+    async def run(session: Any, op: Any) -> int:
+        params = op.params()
+        changed: int = await session.execute(names[0], params)
+        for name in names[1:]:
+            await session.execute(name, params)
+        return changed
+
+    return run

@@ -155,7 +155,7 @@ class Values(ABC):
 
     @staticmethod
     def rows_param(rows: list[list[Any]]) -> Any:
-        """The jobs of a bulk insert (``InsertJobs``, ``InsertJobIds``), each a list of
+        """The jobs of a bulk insert (``InsertJobs``), each a list of
         its columns, as the driver takes them: a JSON array unless the driver binds them
         otherwise."""
         return json.dumps(rows, separators=(",", ":"), ensure_ascii=False)

@@ -77,7 +77,7 @@ def cancel(job: Any) -> Call[Job]:
     jid = job_id(job)
 
     def build(v: Values) -> Plan[Job]:
-        rows = yield db.CancelJob(id=jid)
+        rows = yield db.CancelJobs(id=jid)
         if not rows:
             yield from refuse_status(jid, "cancel")
         yield Announce(finished=[jid])
@@ -119,7 +119,7 @@ def cancel_by_key(key: Any, *, queue: Any) -> Call[int]:
     }
 
     def build(v: Values) -> Plan[int]:
-        rows = yield db.CancelByKey(**params)
+        rows = yield db.CancelJobs(**params)
         yield Announce(finished=[r["id"] for r in rows])
         return len(rows)
 

@@ -133,7 +133,7 @@ def claim_job(d: Defaults, job: Any, *, lease: Any, worker: Any) -> Call[Claim]:
 
     def build(v: Values) -> Plan[Claim]:
         new_claim = new_claim_id()
-        rows = yield db.ClaimJob(id=jid, lease_s=lease_s, claim_id=new_claim, worker=who)
+        rows = yield db.ClaimIds(id=jid, lease_s=lease_s, claim_id=new_claim, worker=who)
         if not rows:
             yield from refuse_status(jid, "claim_job")
         found = v.decode_job(rows[0])
@@ -161,7 +161,7 @@ def release(claim: Any, *, queue: Any = None) -> Call[int]:
 
     def build(v: Values) -> Plan[int]:
         params: dict[str, Any] = {"claim_id": held, "queues": _json_or_none(v, queues)}
-        rows = yield db.ReleaseClaim(**params)
+        rows = yield db.ReleaseJobs(**params)
         yield Announce(queues={r["queue"] for r in rows})
         return len(rows)
 
@@ -173,7 +173,7 @@ def release_job(job: Any) -> Call[Job]:
     jid = job_id(job)
 
     def build(v: Values) -> Plan[Job]:
-        rows = yield db.ReleaseJob(id=jid)
+        rows = yield db.ReleaseJobs(id=jid)
         if not rows:
             yield from refuse_status(jid, "release_job")
         yield Announce(queues=[rows[0]["queue"]])
@@ -193,7 +193,7 @@ def reset_claims(older_than: Any, *, queue: Any = None, task: Any = None) -> Cal
         params: dict[str, Any] = {"older_than_s": older_than_s,
                                   "queues": _json_or_none(v, queues),
                                   "tasks": _json_or_none(v, tasks)}  # fmt: skip
-        rows = yield db.ResetClaims(**params)
+        rows = yield db.ReleaseJobs(**params)
         yield Announce(queues={r["queue"] for r in rows})
         return len(rows)
 

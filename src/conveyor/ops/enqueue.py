@@ -234,7 +234,7 @@ def enqueue_ids(
         queues: set[str] = set()
         for start in range(0, len(prepared), _BULK_CHUNK):
             chunk = [job.row(v) for job, _ in prepared[start : start + _BULK_CHUNK]]
-            rows = yield db.InsertJobIds(items=v.rows_param(chunk))
+            rows = yield db.InsertJobs(items=v.rows_param(chunk), ids_only=1)
             ids.extend(sorted(r["id"] for r in rows))
             queues.update(r[0] for r in chunk)
         yield Announce(queues=queues)
@@ -436,11 +436,9 @@ def _insert_new(v: Values, job: NewJob) -> Plan[Job | None]:
         return None
     row = rows[0]
     if job.after:
-        yield db.InsertDependencies(
-            job_id=row["id"],
-            ids=v.json_param(list(job.after)),
-            run_on_failure=job.on_dependency_failure == "run",
-        )
+        on_failure = int(job.on_dependency_failure == "run")
+        edges = [[row["id"], parent, on_failure] for parent in job.after]
+        yield db.InsertDependencies(items=v.json_param(edges))
     if doomed is not None:
         error = f"dependency job {doomed[0]} {doomed[1]}"
         rows = yield db.CancelForDependency(id=row["id"], error=error)

@@ -120,7 +120,7 @@ def _plan(
     if not claimed:
         rows = yield db.IdempotencyRecord(scope=scope, idem_key=key)
         if rows and rows[0]["expired"]:  # kept long enough: the key is free again
-            yield db.ForgetExpiredIdempotencyKey(scope=scope, idem_key=key)
+            yield db.ForgetIdempotencyKeys(limit=1, scope=scope, idem_key=key)
             claimed = yield claim
             if not claimed:
                 rows = yield db.IdempotencyRecord(scope=scope, idem_key=key)

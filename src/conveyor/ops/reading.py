@@ -274,7 +274,7 @@ def task_stats(queue: Any) -> Call[dict[str, Stats]]:
     where: dict[str, Any] = {"queue": None if queue is None else check.name(queue, "queue")}
 
     def build(v: Values) -> Plan[dict[str, Stats]]:
-        rows = yield db.CountByTaskStatus(**where)
+        rows = yield db.CountByQueueStatus(**where, per_task=1)
         counts: dict[str, dict[str, Any]] = {}
         for row in rows:
             per_status = counts.setdefault(row["task"], {})
@@ -363,9 +363,8 @@ def roll_up_throughput(*, keep_minutes: Any, keep_hours: Any) -> Call[int]:
         # Whole hours only: a partly rolled hour would be counted from both tables.
         cut = (current - timedelta(seconds=minutes_s)).replace(minute=0, second=0, microsecond=0)
         before = v.encode_time(cut)
-        written: int = yield db.RollUpThroughput(before=before)
-        yield db.DropRolledMinutes(before=before)
-        yield db.PruneThroughputHours(before=v.encode_time(current - timedelta(seconds=hours_s)))
+        pruned = v.encode_time(current - timedelta(seconds=hours_s))
+        written: int = yield db.RollUpThroughput(before=before, prune_before=pruned)
         return written
 
     args = {"keep_minutes": minutes_s, "keep_hours": hours_s}

@@ -45,10 +45,11 @@ def worker_seen(
     running_now = None if busy is None else _busy(busy)
 
     def build(v: Values) -> Plan[None]:
-        yield db.WorkerSeen(**{**params, "queues": v.json_param(params["queues"])})
+        busy = None
         if running_now is not None:
             listed = [{"id": i, "started_at": t.isoformat()} for i, t in running_now]
-            yield db.WorkerBusy(name=params["name"], busy=v.json_param(listed))
+            busy = v.json_param(listed)
+        yield db.WorkerSeen(**{**params, "queues": v.json_param(params["queues"])}, busy=busy)
 
     if running_now is not None:
         return Call("worker_seen", {**params, "busy": running_now}, build)

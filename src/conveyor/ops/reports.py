@@ -204,7 +204,7 @@ def report(d: Defaults, endings: Report) -> Call[dict[int, Status]]:
 def write_report(v: Values, d: Defaults, checked: CheckedReport) -> Plan[dict[int, Status]]:
     written: dict[int, Status] = {}
     if checked.done:
-        rows = yield db.CompleteJobIds(items=v.json_param(checked.done))
+        rows = yield db.CompleteJobs(items=v.json_param(checked.done), brief=1)
         written.update((r["id"], Status.COMPLETED) for r in rows)
         yield Announce(finished=[r["id"] for r in rows])
     if checked.bad:
@@ -262,7 +262,7 @@ def renew(items: Sequence[tuple[int, str]], *, extend: Any) -> Call[set[int]]:
 
     def build(v: Values) -> Plan[set[int]]:
         params: dict[str, Any] = {"items": v.json_param(batch), "extend_s": extend_s}
-        rows = yield db.HeartbeatJobIds(**params)
+        rows = yield db.HeartbeatJobs(**params, brief=1)
         return {r["id"] for r in rows}
 
     wire = {"items": [_wire(i) for i in batch], "extend": extend_s}

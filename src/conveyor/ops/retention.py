@@ -98,7 +98,7 @@ def set_retention(
     def build(v: Values) -> Plan[RetentionPolicy]:
         # The write's guard enforces the cap, so writers at once cannot pass it: a new
         # policy past it writes nothing, and the transaction changes nothing.
-        yield db.LockRetention()
+        yield db.ListRetention(lock=1)
         yield db.SaveRetention(**params, cap=MAX_POLICIES)
         rows = yield db.ListRetention()
         mine = (params["queue"], params["task"], params["status"])

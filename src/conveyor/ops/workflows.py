@@ -134,7 +134,7 @@ def _insert_run(v: Values, label: str, prepared: list[_Prepared]) -> Plan[Workfl
         [ids[s.name], ids[p], 1 if s.run_on_failure else 0] for s in prepared for p in s.parents
     ]
     for start in range(0, len(edges), _EDGE_CHUNK):
-        yield db.InsertStepEdges(items=v.json_param(edges[start : start + _EDGE_CHUNK]))
+        yield db.InsertDependencies(items=v.json_param(edges[start : start + _EDGE_CHUNK]))
     yield Announce(queues={s.job.queue for s in prepared if not s.parents})
     jobs = _NewSteps(v, prepared, wid, inserted, ids, created)
     counts = full_counts({Status.PENDING: len(jobs)})
@@ -244,7 +244,7 @@ def _read_run(v: Values, wid: int, verb: str = "read") -> Plan[WorkflowRun]:
     if not rows:
         raise WorkflowNotFound(f"cannot {verb} workflow {wid}: it does not exist")
     head = rows[0]
-    steps = yield db.WorkflowSteps(workflow_id=wid)
+    steps = yield db.GetJob(workflow_id=wid)
     jobs: dict[str, Job] = {}
     tally: dict[str, int] = {}
     for r in steps:
@@ -329,7 +329,7 @@ def cancel_workflow(run: Any) -> Call[WorkflowRun]:
     def build(v: Values) -> Plan[WorkflowRun]:
         if not (yield db.GetWorkflow(id=wid)):
             raise WorkflowNotFound(f"cannot cancel workflow {wid}: it does not exist")
-        rows = yield db.CancelWorkflow(workflow_id=wid)
+        rows = yield db.CancelJobs(workflow_id=wid)
         if rows:
             yield Announce(finished=[int(r["id"]) for r in rows])
         return (yield from _read_run(v, wid))
@@ -346,14 +346,14 @@ def retry_workflow(run: Any) -> Call[WorkflowRun]:
     def build(v: Values) -> Plan[WorkflowRun]:
         if not (yield db.GetWorkflow(id=wid)):
             raise WorkflowNotFound(f"cannot retry workflow {wid}: it does not exist")
-        steps = yield db.WorkflowSteps(workflow_id=wid)
+        steps = yield db.GetJob(workflow_id=wid)
         edges = yield db.WorkflowEdges(workflow_id=wid)
         chosen = _to_retry(steps, edges)
         if chosen:
             ids = v.json_param(chosen)
             yield db.LockParents(ids=ids)
             try:
-                rows = yield db.ReopenJobs(ids=ids)
+                rows = yield db.ReopenJob(ids=ids)
             except DuplicateJob:
                 raise InvalidTransition(
                     f"cannot retry workflow {wid}: another active job holds a step's key"

@@ -481,27 +481,46 @@ def pending_summary(session: HandlerSession, params: Mapping[str, Any]) -> Steps
     return out
 
 
+def chosen(flag: str, given: Handler, otherwise: Handler) -> Handler:
+    """One operation with two forms: ``given`` when its parameter ``flag`` is set (the
+    rows a worker needs, say), else ``otherwise``."""
+
+    def handler(session: HandlerSession, params: Mapping[str, Any]) -> Steps:
+        return (given if params.get(flag) else otherwise)(session, params)
+
+    return handler
+
+
 HANDLERS: dict[str, Handler] = {
     # admin
-    "reopen_job": guarded("reopen_job_lock", "reopen_job_update"),
-    "cancel_job": guarded("cancel_job_lock", "cancel_job_update"),
-    "reopen_jobs": guarded("reopen_jobs_lock", "reopen_job_update", _ID_QUEUE),
+    "reopen_job": chosen(
+        "id",
+        guarded("reopen_job_lock", "reopen_job_update"),
+        guarded("reopen_job_lock", "reopen_job_update", _ID_QUEUE),
+    ),
+    "cancel_jobs": chosen(
+        "id",
+        guarded("cancel_jobs_lock", "cancel_job_update"),
+        guarded("cancel_jobs_lock", "cancel_job_update", _ID_QUEUE, to="cancelled"),
+    ),
     "complete_by_key": guarded(
         "complete_by_key_lock", "complete_by_key_update", _ID_QUEUE, to="completed"
     ),
     # claims
     "claim_jobs": guarded("claim_jobs_lock", "claim_update"),
     "claim_ids": guarded("claim_ids_lock", "claim_update"),
-    "claim_job": guarded("claim_job_lock", "claim_update"),
     "ack_claim": guarded("ack_claim_lock", "ack_claim_update", _ID_QUEUE, to="completed"),
-    "release_claim": guarded("release_claim_lock", "release_update", _ID_QUEUE, to="pending"),
-    "release_job": guarded("release_job_lock", "release_update"),
-    "reset_claims": guarded("reset_claims_lock", "release_update", _ID_QUEUE, to="pending"),
+    "release_jobs": chosen(
+        "id",
+        guarded("release_jobs_lock", "release_update"),
+        guarded("release_jobs_lock", "release_update", _ID_QUEUE, to="pending"),
+    ),
     "end_leases": end_leases,
     # enqueue
     "insert_job": insert_job,
-    "insert_jobs": insert_many(("id", "run_at", "created_at")),
-    "insert_job_ids": insert_many(("id",)),
+    "insert_jobs": chosen(
+        "ids_only", insert_many(("id",)), insert_many(("id", "run_at", "created_at"))
+    ),
     "mark_dependencies": mark_dependencies,
     "cancel_for_dependency": guarded("cancel_for_dependency_lock", "cancel_for_dependency_update"),
     # flow
@@ -517,18 +536,19 @@ HANDLERS: dict[str, Handler] = {
     "insert_workflow": insert_workflow,
     "reserve_job_ids": reserve_job_ids,
     "insert_steps": insert_steps,
-    "cancel_workflow": guarded(
-        "cancel_workflow_lock", "cancel_job_update", _ID_QUEUE, to="cancelled"
-    ),
     # reports
-    "complete_jobs": guarded("claimed_items_lock", "complete_update"),
-    "complete_job_ids": guarded(
-        "claimed_items_lock", "complete_update", _ID_QUEUE_STATUS, to="completed"
+    "complete_jobs": chosen(
+        "brief",
+        guarded("claimed_items_lock", "complete_update", _ID_QUEUE_STATUS, to="completed"),
+        guarded("claimed_items_lock", "complete_update"),
     ),
     "fail_jobs": fail_jobs,
     "snooze_jobs": guarded("claimed_items_lock", "snooze_update"),
-    "heartbeat_jobs": guarded("claimed_items_lock", "heartbeat_update"),
-    "heartbeat_job_ids": guarded("claimed_items_lock", "heartbeat_update", ("id",), to=KEPT),
+    "heartbeat_jobs": chosen(
+        "brief",
+        guarded("claimed_items_lock", "heartbeat_update", ("id",), to=KEPT),
+        guarded("claimed_items_lock", "heartbeat_update"),
+    ),
     "progress_job": guarded("progress_job_lock", "progress_job_update"),
 }
 

@@ -41,13 +41,14 @@ def search_payload(session: HandlerSession, params: Mapping[str, Any]) -> Steps:
 
 
 def roll_up_throughput(session: HandlerSession, params: Mapping[str, Any]) -> Steps:
-    """Lock the per-minute rows to roll up, then add them to their hours; the caller
-    deletes them (drop_rolled_minutes) in the same transaction. Answers how many
-    (hour, queue) rows were written."""
+    """Lock the per-minute rows to roll up, add them to their hours and delete them, then
+    prune the old hours, in one transaction. Answers how many (hour, queue) rows were
+    written."""
     locked: list[Row] = yield Rows("roll_up_throughput_lock", params)
-    if not locked:
-        return 0
-    yield Change("roll_up_throughput_add", params)
+    if locked:
+        yield Change("roll_up_throughput_add", params)
+        yield Change("drop_rolled_minutes", params)
+    yield Change("prune_throughput_hours", params)
     return len({(row["hour"], row["queue"]) for row in locked})
 
 
@@ -61,9 +62,6 @@ def delete_retention(session: HandlerSession, params: Mapping[str, Any]) -> Step
 
 OPERATOR_HANDLERS: dict[str, Handler] = {
     "delete_retention": delete_retention,
-    "cancel_by_key": guarded(
-        "cancel_by_key_lock", "cancel_by_key_update", _ID_QUEUE, to="cancelled"
-    ),
     "fail_by_key": guarded("fail_by_key_lock", "fail_by_key_update", _ID_QUEUE, to="failed"),
     "run_now": guarded("run_now_lock", "run_now_update"),
     "run_now_jobs": guarded("run_now_jobs_lock", "run_now_jobs_update", _ID_QUEUE, to=KEPT),

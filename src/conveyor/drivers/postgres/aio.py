@@ -8,14 +8,14 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager, suppress
-from typing import Any
+from typing import Any, ClassVar
 
 import psycopg
 from psycopg import sql
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from conveyor.drivers.aio import AsyncDriver, AsyncSession
+from conveyor.drivers.aio import AsyncDriver, AsyncHandler, AsyncSession
 from conveyor.drivers.operations import Operation
 from conveyor.drivers.postgres.dialect import (
     RECONNECT_TIMEOUT,
@@ -27,7 +27,7 @@ from conveyor.drivers.postgres.dialect import (
     read_as_conveyor,
     translated,
 )
-from conveyor.drivers.sql import Statements
+from conveyor.drivers.sql import Statements, in_order_async
 from conveyor.drivers.values import Row
 from conveyor.errors import DatabaseUnavailable, InvalidArgument
 
@@ -35,6 +35,10 @@ log = logging.getLogger("conveyor.postgres")
 
 
 class _AsyncPostgresSession(AsyncSession):
+    handlers: ClassVar[Mapping[str, AsyncHandler]] = {
+        "roll_up_throughput": in_order_async("roll_up_throughput", "prune_throughput_hours")
+    }
+
     def __init__(
         self,
         conn: psycopg.AsyncConnection[Any],
@@ -135,11 +139,11 @@ class AsyncPostgresDriver(PostgresValues, AsyncDriver):
         queues: Iterable[str] = (),
         finished: Iterable[int] = (),
     ) -> list[Row]:
-        statement = self._queries[op.op]
         params = op.params()
+        statement = self._queries.text(op.op, params)
         payload = notification(queues, finished)
         if payload is not None:
-            statement = self._announcing[op.op]
+            statement = self._announced(statement)
             params = {**params, "notify_channel": self.channel, "notify_payload": payload}
         async with self._watching():
             with translated():

@@ -87,11 +87,18 @@ class PostgresValues(Values):
         self._conninfo = conninfo
         macros = {"schema": sql.Identifier(schema).as_string(None), "errors_kept": _ERRORS_KEPT}
         self._queries = load_queries(PACKAGE, macros).map(_to_psycopg)
-        # Each statement with its NOTIFY, made once: the same string object every call
-        # keeps psycopg's query and prepared-statement caches from hashing it anew.
-        self._announcing = {k: ANNOUNCING.format(statement=v) for k, v in self._queries.items()}
+        self._announcing: dict[str, str] = {}
         self._migrations: list[Migration] = load_migrations(PACKAGE, macros)
         self.channel = f"conveyor_{schema}"[:63]
+
+    def _announced(self, statement: str) -> str:
+        """``statement`` with its NOTIFY, made once: the same string object every call
+        keeps psycopg's query and prepared-statement caches from hashing it anew. (The
+        statements are a fixed set, each with a few variants: ``Statements.text``.)"""
+        made = self._announcing.get(statement)
+        if made is None:
+            made = self._announcing[statement] = ANNOUNCING.format(statement=statement)
+        return made
 
     # Whether the server is known to be unreachable: set and cleared by the drivers'
     # ``_watching`` around each operation.

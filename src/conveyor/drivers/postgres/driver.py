@@ -11,14 +11,14 @@ import logging
 import threading
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, ClassVar
 
 import psycopg
 from psycopg import sql
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from conveyor.drivers.base import Driver, Session
+from conveyor.drivers.base import Driver, Handler, Session
 from conveyor.drivers.operations import Operation
 from conveyor.drivers.postgres.dialect import (
     RECONNECT_TIMEOUT,
@@ -31,7 +31,7 @@ from conveyor.drivers.postgres.dialect import (
     translated,
     translation,
 )
-from conveyor.drivers.sql import Statements
+from conveyor.drivers.sql import Statements, in_order
 from conveyor.drivers.values import Row
 from conveyor.errors import DatabaseUnavailable, InvalidArgument
 
@@ -39,6 +39,10 @@ log = logging.getLogger("conveyor.postgres")
 
 
 class _PostgresSession(Session):
+    handlers: ClassVar[Mapping[str, Handler]] = {
+        "roll_up_throughput": in_order("roll_up_throughput", "prune_throughput_hours")
+    }
+
     def __init__(
         self, conn: psycopg.Connection[Any], queries: Statements, *, caller: bool = False
     ) -> None:
@@ -143,11 +147,11 @@ class PostgresDriver(PostgresValues, Driver):
         queues: Iterable[str] = (),
         finished: Iterable[int] = (),
     ) -> list[Row]:
-        statement = self._queries[op.op]
         params = op.params()
+        statement = self._queries.text(op.op, params)
         payload = notification(queues, finished)
         if payload is not None:
-            statement = self._announcing[op.op]
+            statement = self._announced(statement)
             params = {**params, "notify_channel": self.channel, "notify_payload": payload}
         # Pool connections are in autocommit mode: the statement commits on its own, so
         # the connection is taken and given back without the transaction handling of

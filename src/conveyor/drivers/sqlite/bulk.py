@@ -5,7 +5,7 @@ multi-row INSERT, and the usual single enqueue's INSERT that returns nothing
 The other dialects take a batch of jobs as one JSON array that their statement takes
 apart; on SQLite that meant ``json_each`` and an ``->>`` per column, each parsing the
 job's row again, which took 1.2x as long per job as binding the columns
-(``Values.rows_param`` keeps the rows as they are here). ``insert_job_ids`` reads the
+(``Values.rows_param`` keeps the rows as they are here). With ``ids_only`` it reads the
 new ids after its INSERT instead of having it return a row per job: an INSERT runs
 inside the write lock, so nothing else inserts between its rows, and AUTOINCREMENT gives
 them consecutive ids ending at ``last_insert_rowid()`` (a trigger's own inserts leave
@@ -20,7 +20,7 @@ from itertools import chain
 from typing import Any, Protocol
 
 from conveyor.drivers.base import Handler
-from conveyor.drivers.operations import InsertJob, InsertJobIds, InsertJobs
+from conveyor.drivers.operations import InsertJob, InsertJobs
 from conveyor.drivers.values import Row
 
 COLUMNS = 8  # a job's parameters in job_values
@@ -61,17 +61,19 @@ def _parts(session: BulkSession, rows: Sequence[Sequence[Any]]) -> Iterator[list
 
 
 def insert_jobs(session: BulkSession, op: InsertJobs) -> list[Row]:
+    if op.ids_only:
+        return _insert_job_ids(session, op)
     out: list[Row] = []
     for params in _parts(session, op.items):
         out += session.positional_rows(_statement(session, op.op, len(params) // COLUMNS), params)
     return out
 
 
-def insert_job_ids(session: BulkSession, op: InsertJobIds) -> list[Row]:
+def _insert_job_ids(session: BulkSession, op: InsertJobs) -> list[Row]:
     out: list[Row] = []
     for params in _parts(session, op.items):
         n = len(params) // COLUMNS
-        session.positional(_statement(session, op.op, n), params)
+        session.positional(_statement(session, "insert_job_ids_only", n), params)
         last, count = session.positional(_INSERTED, ()).fetchone()
         if count != n:  # cannot happen: the INSERT has no conflict clause to skip a row
             raise RuntimeError(f"a bulk insert of {n} jobs inserted {count}")
@@ -120,4 +122,4 @@ def insert_plain_job(conn: sqlite3.Connection, sql: str, op: InsertJob) -> list[
     return [{"id": cur.lastrowid, "run_at": run_at, "created_at": now}]
 
 
-HANDLERS: Mapping[str, Handler] = {"insert_jobs": insert_jobs, "insert_job_ids": insert_job_ids}
+HANDLERS: Mapping[str, Handler] = {"insert_jobs": insert_jobs}

@@ -56,8 +56,6 @@ def _moving(was: str, now: str) -> Handler:
 
 
 HANDLERS: Mapping[str, Handler] = {
-    **dict.fromkeys(("claim_jobs", "claim_ids", "claim_job"), _moving(_PENDING, _RUNNING)),
-    **dict.fromkeys(
-        ("ack_claim", "complete_jobs", "complete_job_ids"), _moving(_RUNNING, _COMPLETED)
-    ),
+    **dict.fromkeys(("claim_jobs", "claim_ids"), _moving(_PENDING, _RUNNING)),
+    **dict.fromkeys(("ack_claim", "complete_jobs"), _moving(_RUNNING, _COMPLETED)),
 }

@@ -27,7 +27,13 @@ from typing import Any, ClassVar
 
 from conveyor.drivers.base import Capabilities, Driver, Handler, Session
 from conveyor.drivers.operations import InsertJob, Operation
-from conveyor.drivers.sql import Statements, load_migrations, load_queries, split_statements
+from conveyor.drivers.sql import (
+    Statements,
+    in_order,
+    load_migrations,
+    load_queries,
+    split_statements,
+)
 from conveyor.drivers.sqlite import bulk, counting, writers
 from conveyor.drivers.sqlite.watch import (
     HOT_FOR,
@@ -110,7 +116,13 @@ class _Turn:
 class _SQLiteSession(Session):
     # Claims and endings write the counts their row trigger leaves out (counting.py);
     # bulk inserts bind their jobs' columns as parameters (bulk.py).
-    handlers: ClassVar[Mapping[str, Handler]] = {**counting.HANDLERS, **bulk.HANDLERS}
+    handlers: ClassVar[Mapping[str, Handler]] = {
+        **counting.HANDLERS,
+        **bulk.HANDLERS,
+        "roll_up_throughput": in_order(
+            "roll_up_throughput", "drop_rolled_minutes", "prune_throughput_hours"
+        ),
+    }
 
     def __init__(self, cursor: sqlite3.Cursor, queries: Statements, path: str) -> None:
         super().__init__()
@@ -340,7 +352,8 @@ class SQLiteDriver(Driver):
                         self._conn, self._queries["insert_plain_job"], plain
                     )
                 else:
-                    cur = self._conn.execute(self._queries[op.op], op.params())
+                    params = op.params()
+                    cur = self._conn.execute(self._queries.text(op.op, params), params)
                     found = cur.fetchall()
             except sqlite3.Error as exc:
                 raise _translation(exc, self.path) from None

@@ -5,13 +5,16 @@
 -- a SELECT reads them back.
 
 -- name: reopen_job_lock
--- An explicit retry: a final job becomes pending again with a fresh set of attempts;
--- with :keep_attempts, only a failed or cancelled job that has attempts left, its
--- attempts spent kept.
+-- An explicit retry: a final job (:id, or each of :ids) becomes pending again with a
+-- fresh set of attempts; with :keep_attempts, only a failed or cancelled job that has
+-- attempts left, its attempts spent kept.
 SELECT id, queue, task, status, has_dependents FROM conveyor_jobs
-WHERE id = :id
+WHERE true
+  AND id = :id  -- if :id
+  AND id IN (SELECT id FROM JSON_TABLE(:ids, '$[*]' COLUMNS (id BIGINT PATH '$')) AS t)  -- if :ids
   AND status IN {from_retry}  -- unless :keep_attempts
   AND status IN {from_retry_within_attempts} AND attempts < max_attempts  -- if :keep_attempts
+ORDER BY id
 FOR UPDATE;
 
 -- name: reopen_job_update
@@ -26,15 +29,26 @@ WHERE id IN :locked
   AND status IN {from_retry_within_attempts}  -- if :keep_attempts
 ;
 
--- name: cancel_job_lock
+-- name: cancel_jobs_lock
+-- Active jobs cancelled: the job :id, the steps of the run :workflow_id not final yet, or
+-- every job of :queue with :key. A running one keeps its claim id, so its worker's later
+-- writes are refused.
+-- The cancel_jobs handler locks them here, then cancels them with cancel_job_update.
 SELECT id, queue, task, status, has_dependents FROM conveyor_jobs
-WHERE id = :id AND status IN {from_cancel}
+WHERE true
+  AND id = :id AND status IN {from_cancel}  -- if :id
+  AND workflow_id = :workflow_id AND status IN {from_cancel}  -- if :workflow_id
+  AND queue = :queue AND `key` = :key AND status IN {from_cancel_by_key}  -- if :key
+ORDER BY id
 FOR UPDATE;
 
 -- name: cancel_job_update
 UPDATE conveyor_jobs FORCE INDEX (PRIMARY)
 SET status = 'cancelled', finished_at = {now}, lease_expires_at = NULL, updated_at = {now}
-WHERE id IN :locked AND status IN {from_cancel};
+WHERE id IN :locked
+  AND status IN {from_cancel}  -- unless :key
+  AND status IN {from_cancel_by_key}  -- if :key
+;
 
 -- name: complete_by_key_lock
 -- :statuses: the states a job may be completed from (active ones; failed ones too

@@ -15,17 +15,13 @@ LIMIT :limit
 FOR UPDATE SKIP LOCKED;
 
 -- name: claim_ids_lock
--- The flow-controlled path: the jobs chosen under the queue's limits, while the
--- queue's settings row is locked. Still guarded.
+-- Jobs named by id: :ids (a JSON array), or the one job :id (claimable while pending
+-- with its dependencies met). :ids is the flow-controlled path: the jobs chosen under
+-- the queue's limits, while the queue's settings row is locked. Still guarded.
 SELECT id, queue, task, status, has_dependents FROM conveyor_jobs
-WHERE id IN (SELECT id FROM JSON_TABLE(:ids, '$[*]' COLUMNS (id BIGINT PATH '$')) AS t)
-  AND status IN {from_claim} AND waiting_for = 0
-FOR UPDATE;
-
--- name: claim_job_lock
--- One job, named by id: claimable while pending with its dependencies met.
-SELECT id, queue, task, status, has_dependents FROM conveyor_jobs
-WHERE id = :id AND status IN {from_claim_job} AND waiting_for = 0
+WHERE id IN (SELECT id FROM JSON_TABLE(:ids, '$[*]' COLUMNS (id BIGINT PATH '$')) AS t)  -- if :ids
+  AND status IN {from_claim} AND waiting_for = 0  -- if :ids
+WHERE id = :id AND status IN {from_claim_job} AND waiting_for = 0  -- if :id
 FOR UPDATE;
 
 -- name: claim_update
@@ -76,28 +72,21 @@ SET status = 'completed', error = NULL, error_kind = NULL, finished_at = {now},
     lease_expires_at = NULL, updated_at = {now}
 WHERE id IN :locked AND status IN {from_ack};
 
--- name: release_claim_lock
+-- name: release_jobs_lock
+-- Running jobs back to pending, their claim forgotten: those of :claim_id (a worker hands
+-- its claim back), the job :id (an admin's reset, whoever holds it), or those claimed
+-- more than :older_than_s ago; of :queues and :tasks (JSON arrays), when given.
 SELECT id, queue, task, status, has_dependents FROM conveyor_jobs
-WHERE running_claim = :claim_id AND status IN {from_release}
-  AND (:queues IS NULL
-       OR queue IN (SELECT q FROM JSON_TABLE(:queues, '$[*]' COLUMNS (q {text} PATH '$')) AS t))
-FOR UPDATE;
-
--- name: release_job_lock
-SELECT id, queue, task, status, has_dependents FROM conveyor_jobs
-WHERE id = :id AND status IN {from_release_job}
-FOR UPDATE;
-
--- name: reset_claims_lock
-SELECT id, queue, task, status, has_dependents FROM conveyor_jobs
-WHERE status IN {from_reset_claims} AND claimed_at <= {now} - INTERVAL :older_than_s SECOND
-  AND (:queues IS NULL
-       OR queue IN (SELECT q FROM JSON_TABLE(:queues, '$[*]' COLUMNS (q {text} PATH '$')) AS t))
+WHERE true
+  AND running_claim = :claim_id AND status IN {from_release}  -- if :claim_id
+  AND id = :id AND status IN {from_release_job}  -- if :id
+  AND status IN {from_reset_claims} AND claimed_at <= {now} - INTERVAL :older_than_s SECOND  -- if :older_than_s
+  AND queue IN (SELECT q FROM JSON_TABLE(:queues, '$[*]' COLUMNS (q {text} PATH '$')) AS t)  -- if :queues
   AND task IN (SELECT v FROM JSON_TABLE(:tasks, '$[*]' COLUMNS (v {text} PATH '$')) AS k)  -- if :tasks
 FOR UPDATE;
 
 -- name: release_update
--- Back to pending, the claim forgotten (release_claim, release_job, reset_claims).
+-- Back to pending, the claim forgotten (release_jobs).
 UPDATE conveyor_jobs FORCE INDEX (PRIMARY)
 SET status = 'pending', claim_id = NULL, claimed_at = NULL, worker = NULL,
     heartbeat_at = NULL, lease_expires_at = NULL, updated_at = {now}
@@ -109,9 +98,8 @@ WHERE id IN :locked AND status IN {from_release};
 SELECT id, queue, claim_id, worker, attempts, max_attempts
 FROM conveyor_jobs
 WHERE status IN {from_recover_retry} AND lease_expires_at < {now}
-  AND (:queues IS NULL
-       OR queue IN (SELECT q FROM JSON_TABLE(:queues, '$[*]' COLUMNS (q {text} PATH '$')) AS t))
-  AND (:id IS NULL OR id = :id)
+  AND queue IN (SELECT q FROM JSON_TABLE(:queues, '$[*]' COLUMNS (q {text} PATH '$')) AS t)  -- if :queues
+  AND id = :id  -- if :id
   AND task IN (SELECT v FROM JSON_TABLE(:tasks, '$[*]' COLUMNS (v {text} PATH '$')) AS k)  -- if :tasks
 ORDER BY lease_expires_at
 LIMIT :limit;

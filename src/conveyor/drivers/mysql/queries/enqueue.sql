@@ -1,5 +1,5 @@
--- Adding jobs. MySQL has no INSERT … RETURNING: the handlers of insert_job, insert_jobs
--- and insert_job_ids read the new rows back by the ids the insert was given.
+-- Adding jobs. MySQL has no INSERT … RETURNING: the handlers of insert_job and
+-- insert_jobs read the new rows back by the ids the insert was given.
 
 -- name: insert_job
 -- A key already active makes this fail on conveyor_jobs_active_key: the handler turns
@@ -75,9 +75,12 @@ FOR UPDATE;
 UPDATE conveyor_jobs FORCE INDEX (PRIMARY) SET has_dependents = TRUE WHERE id IN :locked;
 
 -- name: insert_dependencies
+-- Dependency edges: :items is a JSON array of [job_id, depends_on, run_on_failure (0
+-- or 1)].
 INSERT INTO conveyor_dependencies (job_id, depends_on, run_on_failure)
-SELECT :job_id, t.id, :run_on_failure
-FROM JSON_TABLE(:ids, '$[*]' COLUMNS (id BIGINT PATH '$')) AS t;
+SELECT t.j, t.d, t.r = 1
+FROM JSON_TABLE(:items, '$[*]' COLUMNS (
+         j BIGINT PATH '$[0]', d BIGINT PATH '$[1]', r INT PATH '$[2]')) AS t;
 
 -- name: cancel_for_dependency_lock
 -- A new job whose dependency already failed or was cancelled: it will never run.

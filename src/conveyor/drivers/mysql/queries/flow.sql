@@ -43,7 +43,7 @@ GROUP BY job_group  -- if :groups
 -- The next claimable jobs after the (:priority, :id) cursor, in claim order.
 SELECT id, priority, job_group FROM conveyor_jobs
 WHERE queue = :queue AND status = 'pending' AND waiting_for = 0 AND run_at <= {now}
-  AND (:id IS NULL OR (priority, id) > (:priority, :id))
+  AND (priority, id) > (:priority, :id)  -- if :id
 ORDER BY priority, id
 LIMIT :limit;
 

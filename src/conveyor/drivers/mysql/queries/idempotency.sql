@@ -1,11 +1,6 @@
 -- Idempotent create requests (conveyor.ops.idempotency): the first answer to a request
 -- with an Idempotency-Key, written in the transaction of the jobs it created.
 
--- name: forget_expired_idempotency_key
--- The record of this key, if its retention is over: the key may be used again.
-DELETE FROM conveyor_idempotency_keys
-WHERE scope = :scope AND idem_key = :idem_key AND expires_at <= {now};
-
 -- name: claim_idempotency_key
 -- 1 row: the key is this request's now (its answer is saved before the commit); 0: an
 -- earlier request has it. A request whose transaction inserted the key first and is
@@ -26,9 +21,12 @@ LOCK IN SHARE MODE;
 UPDATE conveyor_idempotency_keys SET answer_status = :answer_status, body = :body
 WHERE scope = :scope AND idem_key = :idem_key AND answer_status IS NULL;
 
--- name: prune_idempotency_keys
--- At most :limit expired records, oldest first (a small batch: short locks).
+-- name: forget_idempotency_keys
+-- Expired records (their retention over: the key may be used again), at most :limit,
+-- oldest first (a small batch: a short lock); or the record of :scope and :idem_key
+-- alone, if it is expired.
 DELETE FROM conveyor_idempotency_keys
 WHERE expires_at <= {now}
+  AND scope = :scope AND idem_key = :idem_key  -- if :idem_key
 ORDER BY expires_at
 LIMIT :limit;

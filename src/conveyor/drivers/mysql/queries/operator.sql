@@ -5,30 +5,6 @@
 -- transaction: <name>_lock picks and locks the rows, <name>_update (or _delete) changes
 -- exactly those (:locked, their ids), and a SELECT reads them back.
 
--- name: count_by_task_status
--- Per task: the folded counts plus the deltas not yet folded (the caller adds up the
--- queues).
-SELECT queue, task, status, CAST(sum(n) AS SIGNED) AS n
-FROM (SELECT queue, task, status, n FROM conveyor_counts
-      UNION ALL
-      SELECT queue, task, status, n FROM conveyor_count_deltas) AS parts
-WHERE queue = :queue  -- if :queue
-GROUP BY queue, task, status
-HAVING sum(n) <> 0;
-
--- name: cancel_by_key_lock
--- Every active job with the key: a running one keeps its claim id, so its worker's
--- later writes are refused.
-SELECT id, queue, task, status, has_dependents FROM conveyor_jobs
-WHERE queue = :queue AND `key` = :key AND status IN {from_cancel_by_key}
-ORDER BY id
-FOR UPDATE;
-
--- name: cancel_by_key_update
-UPDATE conveyor_jobs FORCE INDEX (PRIMARY)
-SET status = 'cancelled', finished_at = {now}, lease_expires_at = NULL, updated_at = {now}
-WHERE id IN :locked AND status IN {from_cancel_by_key};
-
 -- name: fail_by_key_lock
 -- Every active job with the key, failed for good: no retry, whatever attempts remain.
 SELECT id, queue, task, status, has_dependents FROM conveyor_jobs
@@ -175,7 +151,8 @@ FROM (SELECT hour, queue, completed, failed FROM conveyor_throughput_hours
       FROM conveyor_count_deltas
       WHERE status IN ('completed', 'failed') AND entered > 0
         AND at >= :since) AS parts
-WHERE (:queue IS NULL OR queue = :queue)
+WHERE true
+  AND queue = :queue  -- if :queue
 GROUP BY hour
 ORDER BY hour;
 
@@ -202,8 +179,6 @@ ON DUPLICATE KEY UPDATE
 DELETE FROM conveyor_throughput WHERE minute < :before;
 
 -- name: prune_throughput_hours
-DELETE FROM conveyor_throughput_hours WHERE hour < :before;
+-- Then hourly rows before :prune_before (roll_up_throughput's last statement).
+DELETE FROM conveyor_throughput_hours WHERE hour < :prune_before;
 
--- name: worker_busy
--- The jobs the worker's tasks run now (a JSON array), as of this refresh.
-UPDATE conveyor_workers SET busy = :busy WHERE name = :name;

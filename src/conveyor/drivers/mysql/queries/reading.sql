@@ -1,10 +1,12 @@
 -- Reading jobs and counts.
 
 -- name: get_job
--- One job (:id), or the jobs :ids (a JSON array).
+-- One job (:id), the jobs :ids (a JSON array), or the steps of the run :workflow_id.
 SELECT *, {now} AS db_now FROM conveyor_jobs
 WHERE id = :id  -- if :id
 WHERE id IN (SELECT id FROM JSON_TABLE(:ids, '$[*]' COLUMNS (id BIGINT PATH '$')) AS t)  -- if :ids
+WHERE workflow_id = :workflow_id  -- if :workflow_id
+ORDER BY id  -- if :workflow_id
 ;
 
 -- name: list_jobs
@@ -39,13 +41,17 @@ WHERE job_id = :job_id
 ORDER BY created_at, subscriber;
 
 -- name: count_by_queue_status
--- The folded counts plus the deltas not yet folded.
-SELECT queue, status, CAST(sum(n) AS SIGNED) AS n
-FROM (SELECT queue, status, n FROM conveyor_counts
+-- Jobs per queue and status (of :queue when given), or with :per_task per queue, task and
+-- status: the folded counts plus the deltas not yet folded.
+SELECT queue, status, CAST(sum(n) AS SIGNED) AS n  -- unless :per_task
+SELECT queue, task, status, CAST(sum(n) AS SIGNED) AS n  -- if :per_task
+FROM (SELECT queue, task, status, n FROM conveyor_counts
       UNION ALL
-      SELECT queue, status, n FROM conveyor_count_deltas) AS parts
-WHERE (:queue IS NULL OR queue = :queue)
-GROUP BY queue, status
+      SELECT queue, task, status, n FROM conveyor_count_deltas) AS parts
+WHERE true
+  AND queue = :queue  -- if :queue
+GROUP BY queue, status  -- unless :per_task
+GROUP BY queue, task, status  -- if :per_task
 HAVING sum(n) <> 0;
 
 -- name: count_deltas
@@ -99,7 +105,8 @@ SELECT queue FROM (SELECT queue, n FROM conveyor_counts WHERE status = 'pending'
                    UNION ALL
                    SELECT queue, n FROM conveyor_count_deltas
                    WHERE status = 'pending') AS parts
-WHERE (:queue IS NULL OR queue = :queue)
+WHERE true
+  AND queue = :queue  -- if :queue
 GROUP BY queue HAVING sum(n) > 0;
 
 -- name: pending_summary_of
@@ -121,7 +128,7 @@ SELECT :queue AS queue,
 -- name: expired_summary
 SELECT queue, count(*) AS n FROM conveyor_jobs
 WHERE status = 'running' AND lease_expires_at < {now}
-  AND (:queue IS NULL OR queue = :queue)
+  AND queue = :queue  -- if :queue
 GROUP BY queue;
 
 -- name: throughput
@@ -134,7 +141,8 @@ FROM (SELECT minute, queue, completed, failed FROM conveyor_throughput
              CASE WHEN status = 'failed' THEN entered ELSE 0 END
       FROM conveyor_count_deltas
       WHERE status IN ('completed', 'failed') AND entered > 0) AS parts
-WHERE minute >= :since AND (:queue IS NULL OR queue = :queue)
+WHERE minute >= :since
+  AND queue = :queue  -- if :queue
 GROUP BY minute
 ORDER BY minute;
 

@@ -1,16 +1,24 @@
 -- Workers, periodic schedules and subscriber notifications.
 
 -- name: worker_seen
+-- A worker's entry made or refreshed; :busy (a JSON array): the jobs its tasks run now,
+-- as of this refresh (null: left as it was).
 INSERT INTO conveyor_workers
     (name, host, pid, queues, concurrency, version, started_at, last_seen_at, expires_at,
-     running)
+     running
+     , busy  -- if :busy
+    )
 VALUES
     (:name, :host, :pid, :queues, :concurrency, :version, {now}, {now},
-     {now} + INTERVAL :ttl_s SECOND, :running)
+     {now} + INTERVAL :ttl_s SECOND, :running
+     , :busy  -- if :busy
+    )
 ON DUPLICATE KEY UPDATE
     host = VALUES(host), pid = VALUES(pid), queues = VALUES(queues),
     concurrency = VALUES(concurrency), version = VALUES(version),
-    last_seen_at = {now}, expires_at = VALUES(expires_at), running = VALUES(running);
+    last_seen_at = {now}, expires_at = VALUES(expires_at), running = VALUES(running)
+    , busy = VALUES(busy)  -- if :busy
+;
 
 -- name: worker_stopped
 DELETE FROM conveyor_workers WHERE name = :name;

@@ -62,12 +62,6 @@ SELECT id, step, run_at, created_at FROM conveyor_jobs
 WHERE id IN (SELECT id FROM JSON_TABLE(:items, '$[*]' COLUMNS (id BIGINT PATH '$[0]')) AS t)
 ORDER BY id;
 
--- name: insert_step_edges
-INSERT INTO conveyor_dependencies (job_id, depends_on, run_on_failure)
-SELECT t.j, t.d, t.r = 1
-FROM JSON_TABLE(:items, '$[*]' COLUMNS (
-         j BIGINT PATH '$[0]', d BIGINT PATH '$[1]', r INT PATH '$[2]')) AS t;
-
 -- name: get_workflow
 SELECT id, label, created_at FROM conveyor_workflows WHERE id = :id;
 
@@ -91,22 +85,11 @@ SELECT workflow_id, workflow_status AS status, count(*) AS n FROM conveyor_jobs
 WHERE workflow_id IN (SELECT id FROM JSON_TABLE(:ids, '$[*]' COLUMNS (id BIGINT PATH '$')) AS t)
 GROUP BY workflow_id, workflow_status;
 
--- name: workflow_steps
-SELECT * FROM conveyor_jobs WHERE workflow_id = :workflow_id ORDER BY id;
-
 -- name: workflow_edges
 SELECT d.job_id, d.depends_on, d.run_on_failure
 FROM conveyor_dependencies AS d
 JOIN conveyor_jobs AS j ON j.id = d.job_id
 WHERE j.workflow_id = :workflow_id;
-
--- name: cancel_workflow_lock
--- The cancel_workflow handler: the run's steps not final yet, locked, then cancelled
--- with cancel_job_update.
-SELECT id, queue, task, status, has_dependents FROM conveyor_jobs
-WHERE workflow_id = :workflow_id AND status IN {from_cancel}
-ORDER BY id
-FOR UPDATE;
 
 -- name: lock_parents
 -- The jobs that the jobs :ids run after, locked so none finishes unseen while their
@@ -115,15 +98,6 @@ SELECT id FROM conveyor_jobs
 WHERE id IN (SELECT d.depends_on FROM conveyor_dependencies AS d
              WHERE d.job_id IN (SELECT id FROM JSON_TABLE(:ids, '$[*]' COLUMNS (
                                     id BIGINT PATH '$')) AS t))
-ORDER BY id
-FOR UPDATE;
-
--- name: reopen_jobs_lock
--- The reopen_jobs handler: the final jobs of :ids, locked, then reopened with
--- reopen_job_update.
-SELECT id, queue, task, status, has_dependents FROM conveyor_jobs
-WHERE id IN (SELECT id FROM JSON_TABLE(:ids, '$[*]' COLUMNS (id BIGINT PATH '$')) AS t)
-  AND status IN {from_retry}
 ORDER BY id
 FOR UPDATE;
 

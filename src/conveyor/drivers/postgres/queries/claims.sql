@@ -28,10 +28,12 @@ WHERE j.id = picked.id
 RETURNING j.*;
 
 -- name: claim_ids
--- The flow-controlled path: the jobs chosen under the queue's limits, while the
--- queue's settings row is locked. Still guarded. The guard is a CASE so that the ids
--- drive the plan (primary-key lookups): as plain conditions, the statistics of a
--- freshly loaded table send the planner down the claimable index, over the backlog.
+-- Jobs named by id: :ids (a JSON array), or the one job :id (claimable while pending
+-- with its dependencies met). :ids is the flow-controlled path: the jobs chosen under
+-- the queue's limits, while the queue's settings row is locked. Still guarded. The
+-- guard is a CASE so that the ids drive the plan (primary-key lookups): as plain
+-- conditions, the statistics of a freshly loaded table send the planner down the
+-- claimable index, over the backlog.
 UPDATE {schema}.conveyor_jobs
 SET status = 'running',
     attempts = attempts + 1,
@@ -43,24 +45,9 @@ SET status = 'running',
     lease_seconds = :lease_s,
     lease_expires_at = now() + make_interval(secs => :lease_s),
     updated_at = now()
-WHERE id = ANY (ARRAY(SELECT jsonb_array_elements_text(:ids::jsonb)::bigint))
-  AND CASE WHEN status IN {from_claim} AND waiting_for = 0 THEN true ELSE false END
-RETURNING *;
-
--- name: claim_job
--- One job, named by id: claimable while pending with its dependencies met.
-UPDATE {schema}.conveyor_jobs
-SET status = 'running',
-    attempts = attempts + 1,
-    claim_id = :claim_id,
-    worker = :worker,
-    claimed_at = clock_timestamp(),
-    heartbeat_at = clock_timestamp(),
-    started_at = clock_timestamp(),
-    lease_seconds = :lease_s,
-    lease_expires_at = now() + make_interval(secs => :lease_s),
-    updated_at = now()
-WHERE id = :id AND status IN {from_claim_job} AND waiting_for = 0
+WHERE id = ANY (ARRAY(SELECT jsonb_array_elements_text(:ids::jsonb)::bigint))  -- if :ids
+  AND CASE WHEN status IN {from_claim} AND waiting_for = 0 THEN true ELSE false END  -- if :ids
+WHERE id = :id AND status IN {from_claim_job} AND waiting_for = 0  -- if :id
 RETURNING *;
 
 -- name: count_claimable
@@ -90,29 +77,22 @@ SET status = 'completed', error = NULL, error_kind = NULL, finished_at = now(),
 WHERE claim_id = :claim_id AND status IN {from_ack}
 RETURNING id, queue;
 
--- name: release_claim
+-- name: release_jobs
+-- Running jobs back to pending, their claim forgotten: those of :claim_id (a worker hands
+-- its claim back), the job :id (an admin's reset, whoever holds it), or those claimed
+-- more than :older_than_s ago; of :queues and :tasks (JSON arrays), when given.
 UPDATE {schema}.conveyor_jobs
 SET status = 'pending', claim_id = NULL, claimed_at = NULL, worker = NULL,
     heartbeat_at = NULL, lease_expires_at = NULL, updated_at = now()
-WHERE claim_id = :claim_id AND status IN {from_release}
-  AND (:queues::jsonb IS NULL OR queue IN (SELECT jsonb_array_elements_text(:queues::jsonb)))
-RETURNING id, queue;
-
--- name: release_job
-UPDATE {schema}.conveyor_jobs
-SET status = 'pending', claim_id = NULL, claimed_at = NULL, worker = NULL,
-    heartbeat_at = NULL, lease_expires_at = NULL, updated_at = now()
-WHERE id = :id AND status IN {from_release_job}
-RETURNING *;
-
--- name: reset_claims
-UPDATE {schema}.conveyor_jobs
-SET status = 'pending', claim_id = NULL, claimed_at = NULL, worker = NULL,
-    heartbeat_at = NULL, lease_expires_at = NULL, updated_at = now()
-WHERE status IN {from_reset_claims} AND claimed_at <= now() - make_interval(secs => :older_than_s)
-  AND (:queues::jsonb IS NULL OR queue IN (SELECT jsonb_array_elements_text(:queues::jsonb)))
+WHERE true
+  AND claim_id = :claim_id AND status IN {from_release}  -- if :claim_id
+  AND id = :id AND status IN {from_release_job}  -- if :id
+  AND status IN {from_reset_claims} AND claimed_at <= now() - make_interval(secs => :older_than_s)  -- if :older_than_s
+  AND queue IN (SELECT jsonb_array_elements_text(:queues::jsonb))  -- if :queues
   AND task IN (SELECT jsonb_array_elements_text(:tasks::jsonb))  -- if :tasks
-RETURNING id, queue;
+RETURNING id, queue  -- unless :id
+RETURNING *  -- if :id
+;
 
 -- name: expired_leases
 -- Running jobs whose lease ran out: their worker died or hung. What ends them is
@@ -120,8 +100,8 @@ RETURNING id, queue;
 SELECT id, queue, claim_id, worker, attempts, max_attempts
 FROM {schema}.conveyor_jobs
 WHERE status IN {from_recover_retry} AND lease_expires_at < now()
-  AND (:queues::jsonb IS NULL OR queue IN (SELECT jsonb_array_elements_text(:queues::jsonb)))
-  AND (:id::bigint IS NULL OR id = :id)
+  AND queue IN (SELECT jsonb_array_elements_text(:queues::jsonb))  -- if :queues
+  AND id = :id  -- if :id
   AND task IN (SELECT jsonb_array_elements_text(:tasks::jsonb))  -- if :tasks
 ORDER BY lease_expires_at
 LIMIT :limit;

@@ -18,7 +18,8 @@ RETURNING id, run_at, created_at;
 -- name: insert_jobs
 -- Many jobs without keys or dependencies in one statement. :items is a JSON array of
 -- rows, each [queue, task, payload, priority, run_at, max_attempts, job_group,
--- trace_context].
+-- trace_context]. :ids_only: answer only the new ids (bulk loads that need no Job
+-- objects).
 INSERT INTO {schema}.conveyor_jobs
     (queue, task, payload, key, priority, run_at, max_attempts, job_group, trace_context,
      created_at, updated_at)
@@ -27,19 +28,9 @@ SELECT e.value ->> 0, e.value ->> 1, (e.value ->> 2)::jsonb, NULL,
        (e.value ->> 5)::integer, e.value ->> 6, e.value ->> 7, now(), now()
 FROM jsonb_array_elements(:items::jsonb) WITH ORDINALITY AS e(value, ord)
 ORDER BY e.ord
-RETURNING id, run_at, created_at;
-
--- name: insert_job_ids
--- The same, returning only the new ids (bulk loads that need no Job objects).
-INSERT INTO {schema}.conveyor_jobs
-    (queue, task, payload, key, priority, run_at, max_attempts, job_group, trace_context,
-     created_at, updated_at)
-SELECT e.value ->> 0, e.value ->> 1, (e.value ->> 2)::jsonb, NULL,
-       (e.value ->> 3)::integer, coalesce((e.value ->> 4)::timestamptz, now()),
-       (e.value ->> 5)::integer, e.value ->> 6, e.value ->> 7, now(), now()
-FROM jsonb_array_elements(:items::jsonb) WITH ORDINALITY AS e(value, ord)
-ORDER BY e.ord
-RETURNING id;
+RETURNING id, run_at, created_at  -- unless :ids_only
+RETURNING id  -- if :ids_only
+;
 
 -- name: jobs_by_key
 -- The jobs of :queue with :key: the active ones (:active), or the newest of any state
@@ -72,8 +63,11 @@ WHERE id IN (SELECT jsonb_array_elements_text(:ids::jsonb)::bigint)
 RETURNING id, status;
 
 -- name: insert_dependencies
+-- Dependency edges: :items is a JSON array of [job_id, depends_on, run_on_failure (0
+-- or 1)].
 INSERT INTO {schema}.conveyor_dependencies (job_id, depends_on, run_on_failure)
-SELECT :job_id, e::bigint, :run_on_failure FROM jsonb_array_elements_text(:ids::jsonb) AS e;
+SELECT (e ->> 0)::bigint, (e ->> 1)::bigint, (e ->> 2)::integer = 1
+FROM jsonb_array_elements(:items::jsonb) AS e;
 
 -- name: cancel_for_dependency
 -- A new job whose dependency already failed or was cancelled: it will never run.

@@ -45,7 +45,7 @@ GROUP BY job_group  -- if :groups
 -- The next claimable jobs after the (:priority, :id) cursor, in claim order.
 SELECT id, priority, job_group FROM {schema}.conveyor_jobs
 WHERE queue = :queue AND status = 'pending' AND waiting_for = 0 AND run_at <= now()
-  AND (:id::bigint IS NULL OR (priority, id) > (:priority::integer, :id::bigint))
+  AND (priority, id) > (:priority::integer, :id::bigint)  -- if :id
 ORDER BY priority, id
 LIMIT :limit;
 

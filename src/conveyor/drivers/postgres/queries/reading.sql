@@ -1,10 +1,12 @@
 -- Reading jobs and counts.
 
 -- name: get_job
--- One job (:id), or the jobs :ids (a JSON array).
+-- One job (:id), the jobs :ids (a JSON array), or the steps of the run :workflow_id.
 SELECT *, now() AS db_now FROM {schema}.conveyor_jobs
 WHERE id = :id  -- if :id
 WHERE id IN (SELECT jsonb_array_elements_text(:ids::jsonb)::bigint)  -- if :ids
+WHERE workflow_id = :workflow_id  -- if :workflow_id
+ORDER BY id  -- if :workflow_id
 ;
 
 -- name: list_jobs
@@ -48,24 +50,17 @@ WHERE job_id = :job_id
 ORDER BY created_at, subscriber;
 
 -- name: count_by_queue_status
--- The folded counts plus the deltas not yet folded.
-SELECT queue, status, sum(n) AS n
-FROM (SELECT queue, status, n FROM {schema}.conveyor_counts
-      UNION ALL
-      SELECT queue, status, n FROM {schema}.conveyor_count_deltas) AS parts
-WHERE (:queue::text IS NULL OR queue = :queue)
-GROUP BY queue, status
-HAVING sum(n) <> 0;
-
--- name: count_by_task_status
--- Per task: the folded counts plus the deltas not yet folded (the caller adds up the
--- queues).
-SELECT queue, task, status, sum(n) AS n
+-- Jobs per queue and status (of :queue when given), or with :per_task per queue, task and
+-- status: the folded counts plus the deltas not yet folded.
+SELECT queue, status, sum(n) AS n  -- unless :per_task
+SELECT queue, task, status, sum(n) AS n  -- if :per_task
 FROM (SELECT queue, task, status, n FROM {schema}.conveyor_counts
       UNION ALL
       SELECT queue, task, status, n FROM {schema}.conveyor_count_deltas) AS parts
-WHERE queue = :queue  -- if :queue
-GROUP BY queue, task, status
+WHERE true
+  AND queue = :queue  -- if :queue
+GROUP BY queue, status  -- unless :per_task
+GROUP BY queue, task, status  -- if :per_task
 HAVING sum(n) <> 0;
 
 -- name: count_deltas
@@ -110,13 +105,14 @@ FROM (SELECT queue FROM (SELECT queue, n FROM {schema}.conveyor_counts WHERE sta
                          UNION ALL
                          SELECT queue, n FROM {schema}.conveyor_count_deltas
                          WHERE status = 'pending') AS parts
-      WHERE (:queue::text IS NULL OR queue = :queue)
+      WHERE true
+        AND queue = :queue  -- if :queue
       GROUP BY queue HAVING sum(n) > 0) AS q;
 
 -- name: expired_summary
 SELECT queue, count(*) AS n FROM {schema}.conveyor_jobs
 WHERE status = 'running' AND lease_expires_at < now()
-  AND (:queue::text IS NULL OR queue = :queue)
+  AND queue = :queue  -- if :queue
 GROUP BY queue;
 
 -- name: throughput
@@ -129,7 +125,8 @@ FROM (SELECT minute, queue, completed, failed FROM {schema}.conveyor_throughput
              CASE WHEN status = 'failed' THEN entered ELSE 0 END
       FROM {schema}.conveyor_count_deltas
       WHERE status IN ('completed', 'failed') AND entered > 0) AS parts
-WHERE minute >= :since::timestamptz AND (:queue::text IS NULL OR queue = :queue)
+WHERE minute >= :since::timestamptz
+  AND queue = :queue  -- if :queue
 GROUP BY minute
 ORDER BY minute;
 
@@ -153,7 +150,8 @@ FROM (SELECT hour, queue, completed, failed FROM {schema}.conveyor_throughput_ho
       FROM {schema}.conveyor_count_deltas
       WHERE status IN ('completed', 'failed') AND entered > 0
         AND at >= :since::timestamptz) AS parts
-WHERE (:queue::text IS NULL OR queue = :queue)
+WHERE true
+  AND queue = :queue  -- if :queue
 GROUP BY hour
 ORDER BY hour;
 
@@ -172,12 +170,9 @@ ORDER BY 1, 2
 ON CONFLICT (hour, queue) DO UPDATE
 SET completed = h.completed + excluded.completed, failed = h.failed + excluded.failed;
 
--- name: drop_rolled_minutes
--- Nothing is left to drop: roll_up_throughput deleted what it added.
-DELETE FROM {schema}.conveyor_throughput WHERE false AND minute < :before::timestamptz;
-
 -- name: prune_throughput_hours
-DELETE FROM {schema}.conveyor_throughput_hours WHERE hour < :before::timestamptz;
+-- Then hourly rows before :prune_before (roll_up_throughput's second statement).
+DELETE FROM {schema}.conveyor_throughput_hours WHERE hour < :prune_before::timestamptz;
 
 -- name: search_payload
 -- Jobs whose payload's top-level :field reads :value, among the :scan newest below id

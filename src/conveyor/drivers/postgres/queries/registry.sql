@@ -1,16 +1,24 @@
 -- Workers, periodic schedules and subscriber notifications.
 
 -- name: worker_seen
+-- A worker's entry made or refreshed; :busy (a JSON array): the jobs its tasks run now,
+-- as of this refresh (null: left as it was).
 INSERT INTO {schema}.conveyor_workers
     (name, host, pid, queues, concurrency, version, started_at, last_seen_at, expires_at,
-     running)
+     running
+     , busy  -- if :busy
+    )
 VALUES
     (:name, :host, :pid, :queues::jsonb, :concurrency, :version, now(), now(),
-     now() + make_interval(secs => :ttl_s), :running)
+     now() + make_interval(secs => :ttl_s), :running
+     , :busy::jsonb  -- if :busy
+    )
 ON CONFLICT (name) DO UPDATE
 SET host = excluded.host, pid = excluded.pid, queues = excluded.queues,
     concurrency = excluded.concurrency, version = excluded.version,
-    last_seen_at = now(), expires_at = excluded.expires_at, running = excluded.running;
+    last_seen_at = now(), expires_at = excluded.expires_at, running = excluded.running
+    , busy = excluded.busy  -- if :busy
+;
 
 -- name: worker_stopped
 DELETE FROM {schema}.conveyor_workers WHERE name = :name;
@@ -97,6 +105,3 @@ FROM jsonb_to_recordset(:items::jsonb)
 WHERE s.job_id = item.job_id AND s.subscriber = item.subscriber
   AND s.attempts = item.attempts;
 
--- name: worker_busy
--- The jobs the worker's tasks run now (a JSON array), as of this refresh.
-UPDATE {schema}.conveyor_workers SET busy = :busy::jsonb WHERE name = :name;

@@ -2,7 +2,8 @@
 -- nothing once that claim no longer holds the job.
 
 -- name: complete_jobs
--- :items is a JSON array of {"id", "claim_id", "result" (JSON text or null)}.
+-- :items is a JSON array of {"id", "claim_id", "result" (JSON text or null)}; :brief:
+-- answer only what a worker needs of each job.
 UPDATE {schema}.conveyor_jobs AS j
 SET status = 'completed',
     result = item.result::jsonb,
@@ -13,21 +14,9 @@ SET status = 'completed',
     updated_at = now()
 FROM jsonb_to_recordset(:items::jsonb) AS item(id bigint, claim_id text, result text)
 WHERE j.id = item.id AND j.claim_id = item.claim_id AND j.status IN {from_complete}
-RETURNING j.*;
-
--- name: complete_job_ids
--- The same, returning only what a worker needs to know of each job.
-UPDATE {schema}.conveyor_jobs AS j
-SET status = 'completed',
-    result = item.result::jsonb,
-    error = NULL,
-    error_kind = NULL,
-    finished_at = now(),
-    lease_expires_at = NULL,
-    updated_at = now()
-FROM jsonb_to_recordset(:items::jsonb) AS item(id bigint, claim_id text, result text)
-WHERE j.id = item.id AND j.claim_id = item.claim_id AND j.status IN {from_complete}
-RETURNING j.id, j.queue, j.status;
+RETURNING j.*  -- unless :brief
+RETURNING j.id, j.queue, j.status  -- if :brief
+;
 
 -- name: fail_jobs
 -- :items is a JSON array of {"id", "claim_id", "attempts", "again", "error",
@@ -75,7 +64,8 @@ WHERE j.id = item.id AND j.claim_id = item.claim_id AND j.status IN {from_snooze
 RETURNING j.*;
 
 -- name: heartbeat_jobs
--- :items is a JSON array of {"id", "claim_id"}; a null :extend_s keeps each claim's lease.
+-- :items is a JSON array of {"id", "claim_id"}; a null :extend_s keeps each claim's lease;
+-- :brief: answer only the ids still held (a worker's background renewal).
 UPDATE {schema}.conveyor_jobs AS j
 SET heartbeat_at = now(),
     lease_expires_at = now() + make_interval(
@@ -83,18 +73,9 @@ SET heartbeat_at = now(),
     updated_at = now()
 FROM jsonb_to_recordset(:items::jsonb) AS item(id bigint, claim_id text)
 WHERE j.id = item.id AND j.claim_id = item.claim_id AND j.status IN {from_heartbeat}
-RETURNING j.*;
-
--- name: heartbeat_job_ids
--- The same, returning only the ids still held (a worker's background renewal).
-UPDATE {schema}.conveyor_jobs AS j
-SET heartbeat_at = now(),
-    lease_expires_at = now() + make_interval(
-        secs => coalesce(:extend_s::double precision, j.lease_seconds)),
-    updated_at = now()
-FROM jsonb_to_recordset(:items::jsonb) AS item(id bigint, claim_id text)
-WHERE j.id = item.id AND j.claim_id = item.claim_id AND j.status IN {from_heartbeat}
-RETURNING j.id;
+RETURNING j.*  -- unless :brief
+RETURNING j.id  -- if :brief
+;
 
 -- name: progress_job
 -- Absolute values, so a replayed call changes nothing; null leaves a field as it was.

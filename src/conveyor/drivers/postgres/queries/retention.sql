@@ -1,10 +1,5 @@
 -- Retention policies and the pruning they lead to.
 
--- name: lock_retention
--- Writers of policies take their turn: each one's guard below then counts what the
--- others committed (a statement's snapshot is taken after the lock is granted).
-SELECT queue, task, status FROM {schema}.conveyor_retention FOR UPDATE;
-
 -- name: save_retention
 -- A new policy only while fewer than :cap exist; the one of (queue, task, status) is
 -- replaced whatever their number.
@@ -25,9 +20,14 @@ WHERE queue = :queue AND task = :task
 RETURNING status;
 
 -- name: list_retention
+-- Every policy; with :lock, writers of policies take their turn: each one's guard then
+-- counts what the others committed (a statement's snapshot is taken after the lock is
+-- granted).
 SELECT queue, task, status, keep_seconds, archive, retire_keys, updated_at
 FROM {schema}.conveyor_retention
-ORDER BY status, queue, task;
+ORDER BY status, queue, task
+FOR UPDATE  -- if :lock
+;
 
 -- name: expired_jobs
 -- Final jobs of one policy, oldest ids first, that no more specific policy covers.

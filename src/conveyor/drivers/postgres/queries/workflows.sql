@@ -30,11 +30,6 @@ ON CONFLICT (queue, key) WHERE key IS NOT NULL AND status IN ('pending', 'runnin
 DO NOTHING
 RETURNING id, step, run_at, created_at;
 
--- name: insert_step_edges
-INSERT INTO {schema}.conveyor_dependencies (job_id, depends_on, run_on_failure)
-SELECT (e ->> 0)::bigint, (e ->> 1)::bigint, (e ->> 2)::integer = 1
-FROM jsonb_array_elements(:items::jsonb) AS e;
-
 -- name: get_workflow
 SELECT id, label, created_at FROM {schema}.conveyor_workflows WHERE id = :id;
 
@@ -56,20 +51,11 @@ SELECT workflow_id, status, count(*) AS n FROM {schema}.conveyor_jobs
 WHERE workflow_id IN (SELECT jsonb_array_elements_text(:ids::jsonb)::bigint)
 GROUP BY workflow_id, status;
 
--- name: workflow_steps
-SELECT * FROM {schema}.conveyor_jobs WHERE workflow_id = :workflow_id ORDER BY id;
-
 -- name: workflow_edges
 SELECT d.job_id, d.depends_on, d.run_on_failure
 FROM {schema}.conveyor_dependencies AS d
 JOIN {schema}.conveyor_jobs AS j ON j.id = d.job_id
 WHERE j.workflow_id = :workflow_id;
-
--- name: cancel_workflow
-UPDATE {schema}.conveyor_jobs
-SET status = 'cancelled', finished_at = now(), lease_expires_at = NULL, updated_at = now()
-WHERE workflow_id = :workflow_id AND status IN {from_cancel}
-RETURNING id, queue;
 
 -- name: lock_parents
 -- Locked until the transaction ends: a parent that would finish meanwhile waits, and
@@ -79,14 +65,6 @@ WHERE id IN (SELECT d.depends_on FROM {schema}.conveyor_dependencies AS d
              WHERE d.job_id IN (SELECT jsonb_array_elements_text(:ids::jsonb)::bigint))
 ORDER BY id
 FOR UPDATE;
-
--- name: reopen_jobs
-UPDATE {schema}.conveyor_jobs
-SET status = 'pending', attempts = 0, run_at = now(), result = NULL, finished_at = NULL,
-    claim_id = NULL, claimed_at = NULL, worker = NULL, heartbeat_at = NULL,
-    lease_expires_at = NULL, updated_at = now()
-WHERE id IN (SELECT jsonb_array_elements_text(:ids::jsonb)::bigint) AND status IN {from_retry}
-RETURNING id, queue;
 
 -- name: recount_waiting
 UPDATE {schema}.conveyor_jobs AS j

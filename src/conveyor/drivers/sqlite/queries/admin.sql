@@ -1,9 +1,9 @@
 -- An operator's changes to jobs.
 
 -- name: reopen_job
--- An explicit retry: a final job becomes pending again with a fresh set of attempts;
--- with :keep_attempts, only a failed or cancelled job that has attempts left, its
--- attempts spent kept.
+-- An explicit retry: a final job (:id, or each of :ids) becomes pending again with a
+-- fresh set of attempts; with :keep_attempts, only a failed or cancelled job that has
+-- attempts left, its attempts spent kept.
 UPDATE conveyor_jobs
 SET key = conveyor_jobs.key,  -- fires the count trigger (migration 0018)
     status = 'pending',
@@ -11,17 +11,29 @@ SET key = conveyor_jobs.key,  -- fires the count trigger (migration 0018)
     run_at = {now}, result = NULL, finished_at = NULL,
     claim_id = NULL, claimed_at = NULL, worker = NULL, heartbeat_at = NULL,
     lease_expires_at = NULL, updated_at = {now}
-WHERE id = :id
+WHERE true
+  AND id = :id  -- if :id
+  AND id IN (SELECT value FROM json_each(:ids))  -- if :ids
   AND status IN {from_retry}  -- unless :keep_attempts
   AND status IN {from_retry_within_attempts} AND attempts < max_attempts  -- if :keep_attempts
-RETURNING *;
+RETURNING *  -- if :id
+RETURNING id, queue  -- unless :id
+;
 
--- name: cancel_job
+-- name: cancel_jobs
+-- Active jobs cancelled: the job :id, the steps of the run :workflow_id not final yet, or
+-- every job of :queue with :key. A running one keeps its claim id, so its worker's later
+-- writes are refused.
 UPDATE conveyor_jobs
 SET key = conveyor_jobs.key,  -- fires the count trigger (migration 0018)
     status = 'cancelled', finished_at = {now}, lease_expires_at = NULL, updated_at = {now}
-WHERE id = :id AND status IN {from_cancel}
-RETURNING *;
+WHERE true
+  AND id = :id AND status IN {from_cancel}  -- if :id
+  AND workflow_id = :workflow_id AND status IN {from_cancel}  -- if :workflow_id
+  AND queue = :queue AND key = :key AND status IN {from_cancel_by_key}  -- if :key
+RETURNING *  -- if :id
+RETURNING id, queue  -- unless :id
+;
 
 -- name: complete_by_key
 -- :statuses: the states a job may be completed from (active ones; failed ones too
@@ -32,15 +44,6 @@ SET key = conveyor_jobs.key,  -- fires the count trigger (migration 0018)
     finished_at = {now}, lease_expires_at = NULL, updated_at = {now}
 WHERE queue = :queue AND key = :key
   AND status IN (SELECT value FROM json_each(:statuses))
-RETURNING id, queue;
-
--- name: cancel_by_key
--- Every active job with the key: a running one keeps its claim id, so its worker's
--- later writes are refused.
-UPDATE conveyor_jobs
-SET key = conveyor_jobs.key,  -- fires the count trigger (migration 0018)
-    status = 'cancelled', finished_at = {now}, lease_expires_at = NULL, updated_at = {now}
-WHERE queue = :queue AND key = :key AND status IN {from_cancel_by_key}
 RETURNING id, queue;
 
 -- name: fail_by_key

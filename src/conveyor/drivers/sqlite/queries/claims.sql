@@ -28,9 +28,10 @@ WHERE id IN (
 RETURNING *;
 
 -- name: claim_ids
--- The flow-controlled path: the jobs chosen under the queue's limits. Still guarded;
--- the unary + keep the ids driving the plan (rowid lookups), not the status index,
--- which would visit every pending job.
+-- Jobs named by id: :ids (a JSON array), or the one job :id (claimable while pending
+-- with its dependencies met). :ids is the flow-controlled path: the jobs chosen under
+-- the queue's limits. Still guarded; the unary + keep the ids driving the plan (rowid
+-- lookups), not the status index, which would visit every pending job.
 UPDATE conveyor_jobs
 SET status = 'running',
     attempts = attempts + 1,
@@ -42,23 +43,8 @@ SET status = 'running',
     lease_seconds = :lease_s,
     lease_expires_at = {now} + :lease_s,
     updated_at = {now}
-WHERE id IN (SELECT value FROM json_each(:ids)) AND +status IN {from_claim} AND +waiting_for = 0
-RETURNING *;
-
--- name: claim_job
--- One job, named by id: claimable while pending with its dependencies met.
-UPDATE conveyor_jobs
-SET status = 'running',
-    attempts = attempts + 1,
-    claim_id = :claim_id,
-    worker = :worker,
-    claimed_at = {now},
-    heartbeat_at = {now},
-    started_at = {now},
-    lease_seconds = :lease_s,
-    lease_expires_at = {now} + :lease_s,
-    updated_at = {now}
-WHERE id = :id AND status IN {from_claim_job} AND waiting_for = 0
+WHERE id IN (SELECT value FROM json_each(:ids)) AND +status IN {from_claim} AND +waiting_for = 0  -- if :ids
+WHERE id = :id AND status IN {from_claim_job} AND waiting_for = 0  -- if :id
 RETURNING *;
 
 -- name: count_claimable
@@ -83,32 +69,23 @@ SET status = 'completed', error = NULL, error_kind = NULL, finished_at = {now},
 WHERE claim_id = :claim_id AND status IN {from_ack}
 RETURNING id, queue, task;
 
--- name: release_claim
+-- name: release_jobs
+-- Running jobs back to pending, their claim forgotten: those of :claim_id (a worker hands
+-- its claim back), the job :id (an admin's reset, whoever holds it), or those claimed
+-- more than :older_than_s ago; of :queues and :tasks (JSON arrays), when given.
 UPDATE conveyor_jobs
 SET key = conveyor_jobs.key,  -- fires the count trigger (migration 0018)
     status = 'pending', claim_id = NULL, claimed_at = NULL, worker = NULL,
     heartbeat_at = NULL, lease_expires_at = NULL, updated_at = {now}
-WHERE claim_id = :claim_id AND status IN {from_release}
-  AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
-RETURNING id, queue;
-
--- name: release_job
-UPDATE conveyor_jobs
-SET key = conveyor_jobs.key,  -- fires the count trigger (migration 0018)
-    status = 'pending', claim_id = NULL, claimed_at = NULL, worker = NULL,
-    heartbeat_at = NULL, lease_expires_at = NULL, updated_at = {now}
-WHERE id = :id AND status IN {from_release_job}
-RETURNING *;
-
--- name: reset_claims
-UPDATE conveyor_jobs
-SET key = conveyor_jobs.key,  -- fires the count trigger (migration 0018)
-    status = 'pending', claim_id = NULL, claimed_at = NULL, worker = NULL,
-    heartbeat_at = NULL, lease_expires_at = NULL, updated_at = {now}
-WHERE status IN {from_reset_claims} AND claimed_at <= {now} - :older_than_s
-  AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
+WHERE true
+  AND claim_id = :claim_id AND status IN {from_release}  -- if :claim_id
+  AND id = :id AND status IN {from_release_job}  -- if :id
+  AND status IN {from_reset_claims} AND claimed_at <= {now} - :older_than_s  -- if :older_than_s
+  AND queue IN (SELECT value FROM json_each(:queues))  -- if :queues
   AND task IN (SELECT value FROM json_each(:tasks))  -- if :tasks
-RETURNING id, queue;
+RETURNING id, queue  -- unless :id
+RETURNING *  -- if :id
+;
 
 -- name: expired_leases
 -- Running jobs whose lease ran out: their worker died or hung. What ends them is
@@ -116,8 +93,8 @@ RETURNING id, queue;
 SELECT id, queue, claim_id, worker, attempts, max_attempts
 FROM conveyor_jobs
 WHERE status IN {from_recover_retry} AND lease_expires_at < {now}
-  AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
-  AND (:id IS NULL OR id = :id)
+  AND queue IN (SELECT value FROM json_each(:queues))  -- if :queues
+  AND id = :id  -- if :id
   AND task IN (SELECT value FROM json_each(:tasks))  -- if :tasks
 ORDER BY lease_expires_at
 LIMIT :limit;

@@ -33,7 +33,7 @@ INSERT INTO conveyor_jobs
 VALUES {values}
 RETURNING id, run_at, created_at;
 
--- name: insert_job_ids
+-- name: insert_job_ids_only
 -- The same, for bulk loads that need only the new ids: bulk.py reads them after it from
 -- last_insert_rowid() and changes(), which spares RETURNING a row per job.
 INSERT INTO conveyor_jobs
@@ -42,8 +42,8 @@ INSERT INTO conveyor_jobs
 VALUES {values};
 
 -- name: job_values
--- Not a statement: one job of insert_jobs and insert_job_ids, its parameters [queue, task,
--- payload, priority, run_at, max_attempts, job_group, trace_context].
+-- Not a statement: one job of insert_jobs and insert_job_ids_only, its parameters [queue,
+-- task, payload, priority, run_at, max_attempts, job_group, trace_context].
 (?, ?, ?, NULL, ?, coalesce(?, {now}), ?, ?, ?, {now}, {now});
 
 -- name: jobs_by_key
@@ -75,8 +75,10 @@ WHERE id IN (SELECT value FROM json_each(:ids))
 RETURNING id, status;
 
 -- name: insert_dependencies
+-- Dependency edges: :items is a JSON array of [job_id, depends_on, run_on_failure (0
+-- or 1)].
 INSERT INTO conveyor_dependencies (job_id, depends_on, run_on_failure)
-SELECT :job_id, value, :run_on_failure FROM json_each(:ids);
+SELECT value ->> 0, value ->> 1, value ->> 2 FROM json_each(:items);
 
 -- name: cancel_for_dependency
 -- A new job whose dependency already failed or was cancelled: it will never run.

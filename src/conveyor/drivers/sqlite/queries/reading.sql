@@ -1,10 +1,12 @@
 -- Reading jobs and counts.
 
 -- name: get_job
--- One job (:id), or the jobs :ids (a JSON array).
+-- One job (:id), the jobs :ids (a JSON array), or the steps of the run :workflow_id.
 SELECT *, {now} AS db_now FROM conveyor_jobs
 WHERE id = :id  -- if :id
 WHERE id IN (SELECT value FROM json_each(:ids))  -- if :ids
+WHERE workflow_id = :workflow_id  -- if :workflow_id
+ORDER BY id  -- if :workflow_id
 ;
 
 -- name: list_jobs
@@ -48,18 +50,15 @@ WHERE job_id = :job_id
 ORDER BY created_at, subscriber;
 
 -- name: count_by_queue_status
--- The counts are kept per task: a queue's are the sum of its tasks'.
-SELECT queue, status, sum(n) AS n FROM conveyor_counts
-WHERE (:queue IS NULL OR queue = :queue)
-GROUP BY queue, status
-HAVING sum(n) <> 0;
-
--- name: count_by_task_status
--- Per task, from the counts (the caller adds up the queues).
-SELECT queue, task, status, n FROM conveyor_counts
-WHERE n <> 0
+-- Jobs per queue and status (of :queue when given), or with :per_task per queue, task and
+-- status. The counts are kept per task: a queue's are the sum of its tasks'.
+SELECT queue, status, sum(n) AS n FROM conveyor_counts  -- unless :per_task
+SELECT queue, task, status, sum(n) AS n FROM conveyor_counts  -- if :per_task
+WHERE true
   AND queue = :queue  -- if :queue
-;
+GROUP BY queue, status  -- unless :per_task
+GROUP BY queue, task, status  -- if :per_task
+HAVING sum(n) <> 0;
 
 -- name: count_deltas
 -- Counts not yet folded into conveyor_counts (SQLite keeps none: its triggers update
@@ -81,19 +80,22 @@ SELECT c.queue,
         WHERE j.queue = c.queue AND j.status = 'pending' AND j.run_at > j.created_at
           AND j.run_at > {now}) AS scheduled
 FROM (SELECT queue FROM conveyor_counts
-      WHERE status = 'pending' AND (:queue IS NULL OR queue = :queue)
+      WHERE status = 'pending'
+        AND queue = :queue  -- if :queue
       GROUP BY queue HAVING sum(n) > 0) AS c;
 
 -- name: expired_summary
 SELECT queue, count(*) AS n FROM conveyor_jobs
-WHERE status = 'running' AND lease_expires_at < {now} AND (:queue IS NULL OR queue = :queue)
+WHERE status = 'running' AND lease_expires_at < {now}
+  AND queue = :queue  -- if :queue
 GROUP BY queue;
 
 -- name: throughput
 -- Jobs completed and failed per minute since :since.
 SELECT minute, sum(completed) AS completed, sum(failed) AS failed
 FROM conveyor_throughput
-WHERE minute >= :since AND (:queue IS NULL OR queue = :queue)
+WHERE minute >= :since
+  AND queue = :queue  -- if :queue
 GROUP BY minute
 ORDER BY minute;
 
@@ -110,7 +112,8 @@ FROM (SELECT hour, queue, completed, failed FROM conveyor_throughput_hours
       SELECT CAST(minute / 3600 AS INTEGER) * 3600 AS hour, queue, completed, failed
       FROM conveyor_throughput
       WHERE minute >= :since) AS parts
-WHERE (:queue IS NULL OR queue = :queue)
+WHERE true
+  AND queue = :queue  -- if :queue
 GROUP BY hour
 ORDER BY hour;
 
@@ -130,7 +133,8 @@ SET completed = completed + excluded.completed, failed = failed + excluded.faile
 DELETE FROM conveyor_throughput WHERE minute < :before;
 
 -- name: prune_throughput_hours
-DELETE FROM conveyor_throughput_hours WHERE hour < :before;
+-- Then hourly rows before :prune_before (roll_up_throughput's last statement).
+DELETE FROM conveyor_throughput_hours WHERE hour < :prune_before;
 
 -- name: search_payload
 -- Jobs whose payload's top-level :field reads :value, among the :scan newest below id

@@ -1,16 +1,24 @@
 -- Workers, periodic schedules and subscriber notifications.
 
 -- name: worker_seen
+-- A worker's entry made or refreshed; :busy (a JSON array): the jobs its tasks run now,
+-- as of this refresh (null: left as it was).
 INSERT INTO conveyor_workers
     (name, host, pid, queues, concurrency, version, started_at, last_seen_at, expires_at,
-     running)
+     running
+     , busy  -- if :busy
+    )
 VALUES
     (:name, :host, :pid, :queues, :concurrency, :version, {now}, {now}, {now} + :ttl_s,
-     :running)
+     :running
+     , :busy  -- if :busy
+    )
 ON CONFLICT (name) DO UPDATE
 SET host = excluded.host, pid = excluded.pid, queues = excluded.queues,
     concurrency = excluded.concurrency, version = excluded.version,
-    last_seen_at = {now}, expires_at = {now} + :ttl_s, running = excluded.running;
+    last_seen_at = {now}, expires_at = {now} + :ttl_s, running = excluded.running
+    , busy = excluded.busy  -- if :busy
+;
 
 -- name: worker_stopped
 DELETE FROM conveyor_workers WHERE name = :name;
@@ -98,6 +106,3 @@ WHERE conveyor_subscribers.job_id = item.job_id
   AND conveyor_subscribers.subscriber = item.subscriber
   AND conveyor_subscribers.attempts = item.attempts;
 
--- name: worker_busy
--- The jobs the worker's tasks run now (a JSON array), as of this refresh.
-UPDATE conveyor_workers SET busy = :busy WHERE name = :name;

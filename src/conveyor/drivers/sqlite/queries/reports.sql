@@ -6,7 +6,8 @@
 -- instead and finds each job by id.
 
 -- name: complete_jobs
--- :items is a JSON array of {"id", "claim_id", "result" (JSON text or null)}.
+-- :items is a JSON array of {"id", "claim_id", "result" (JSON text or null)}; :brief:
+-- answer only what a worker needs of each job.
 UPDATE conveyor_jobs
 SET status = 'completed',
     result = item.result,
@@ -22,26 +23,10 @@ FROM (SELECT value ->> '$.id' AS id,
 WHERE conveyor_jobs.id = item.id
   AND conveyor_jobs.claim_id = item.claim_id
   AND +conveyor_jobs.status IN {from_complete}
-RETURNING *;
-
--- name: complete_job_ids
--- The same, returning only what a worker needs to know of each job.
-UPDATE conveyor_jobs
-SET status = 'completed',
-    result = item.result,
-    error = NULL,
-    error_kind = NULL,
-    finished_at = {now},
-    lease_expires_at = NULL,
-    updated_at = {now}
-FROM (SELECT value ->> '$.id' AS id,
-             value ->> '$.claim_id' AS claim_id,
-             value ->> '$.result' AS result
-      FROM json_each(:items)) AS item
-WHERE conveyor_jobs.id = item.id
-  AND conveyor_jobs.claim_id = item.claim_id
-  AND +conveyor_jobs.status IN {from_complete}
-RETURNING conveyor_jobs.id, conveyor_jobs.queue, conveyor_jobs.status, conveyor_jobs.task;
+RETURNING *  -- unless :brief
+RETURNING conveyor_jobs.id, conveyor_jobs.queue, conveyor_jobs.status,  -- if :brief
+          conveyor_jobs.task  -- if :brief
+;
 
 -- name: fail_jobs
 -- :items is a JSON array of {"id", "claim_id", "attempts", "again", "error",
@@ -101,7 +86,8 @@ WHERE conveyor_jobs.id = item.id
 RETURNING *;
 
 -- name: heartbeat_jobs
--- :items is a JSON array of {"id", "claim_id"}; a null :extend_s keeps each claim's lease.
+-- :items is a JSON array of {"id", "claim_id"}; a null :extend_s keeps each claim's lease;
+-- :brief: answer only the ids still held (a worker's background renewal).
 UPDATE conveyor_jobs
 SET heartbeat_at = {now},
     lease_expires_at = {now} + coalesce(:extend_s, lease_seconds),
@@ -111,20 +97,9 @@ FROM (SELECT value ->> '$.id' AS id, value ->> '$.claim_id' AS claim_id
 WHERE conveyor_jobs.id = item.id
   AND conveyor_jobs.claim_id = item.claim_id
   AND +conveyor_jobs.status IN {from_heartbeat}
-RETURNING *;
-
--- name: heartbeat_job_ids
--- The same, returning only the ids still held (a worker's background renewal).
-UPDATE conveyor_jobs
-SET heartbeat_at = {now},
-    lease_expires_at = {now} + coalesce(:extend_s, lease_seconds),
-    updated_at = {now}
-FROM (SELECT value ->> '$.id' AS id, value ->> '$.claim_id' AS claim_id
-      FROM json_each(:items)) AS item
-WHERE conveyor_jobs.id = item.id
-  AND conveyor_jobs.claim_id = item.claim_id
-  AND +conveyor_jobs.status IN {from_heartbeat}
-RETURNING conveyor_jobs.id;
+RETURNING *  -- unless :brief
+RETURNING conveyor_jobs.id  -- if :brief
+;
 
 -- name: progress_job
 -- Absolute values, so a replayed call changes nothing; null leaves a field as it was.

@@ -1,9 +1,5 @@
 -- Retention policies and the pruning they lead to.
 
--- name: lock_retention
--- SQLite's write transaction is the lock.
-SELECT queue, task, status FROM conveyor_retention;
-
 -- name: save_retention
 -- A new policy only while fewer than :cap exist; the one of (queue, task, status) is
 -- replaced whatever their number.
@@ -23,9 +19,12 @@ WHERE queue = :queue AND task = :task
 RETURNING status;
 
 -- name: list_retention
+-- Every policy; with :lock, writers of policies take their turn (SQLite's write
+-- transaction is the lock).
 SELECT queue, task, status, keep_seconds, archive, retire_keys, updated_at
 FROM conveyor_retention
-ORDER BY status, queue, task;
+ORDER BY status, queue, task
+;
 
 -- name: expired_jobs
 -- Final jobs of one policy, oldest ids first, that no more specific policy covers.

@@ -32,10 +32,6 @@ ON CONFLICT (queue, key) WHERE key IS NOT NULL AND status IN ('pending', 'runnin
 DO NOTHING
 RETURNING id, step, run_at, created_at;
 
--- name: insert_step_edges
-INSERT INTO conveyor_dependencies (job_id, depends_on, run_on_failure)
-SELECT value ->> 0, value ->> 1, value ->> 2 FROM json_each(:items);
-
 -- name: get_workflow
 SELECT id, label, created_at FROM conveyor_workflows WHERE id = :id;
 
@@ -57,35 +53,16 @@ SELECT workflow_id, status, count(*) AS n FROM conveyor_jobs
 WHERE workflow_id IN (SELECT value FROM json_each(:ids))
 GROUP BY workflow_id, status;
 
--- name: workflow_steps
-SELECT * FROM conveyor_jobs WHERE workflow_id = :workflow_id ORDER BY id;
-
 -- name: workflow_edges
 SELECT d.job_id, d.depends_on, d.run_on_failure
 FROM conveyor_dependencies AS d
 JOIN conveyor_jobs AS j ON j.id = d.job_id
 WHERE j.workflow_id = :workflow_id;
 
--- name: cancel_workflow
-UPDATE conveyor_jobs
-SET key = conveyor_jobs.key,  -- fires the count trigger (migration 0018)
-    status = 'cancelled', finished_at = {now}, lease_expires_at = NULL, updated_at = {now}
-WHERE workflow_id = :workflow_id AND status IN {from_cancel}
-RETURNING id, queue;
-
 -- name: lock_parents
 -- SQLite has one writer at a time: the write transaction holds them already.
 SELECT DISTINCT depends_on AS id FROM conveyor_dependencies
 WHERE job_id IN (SELECT value FROM json_each(:ids));
-
--- name: reopen_jobs
-UPDATE conveyor_jobs
-SET key = conveyor_jobs.key,  -- fires the count trigger (migration 0018)
-    status = 'pending', attempts = 0, run_at = {now}, result = NULL, finished_at = NULL,
-    claim_id = NULL, claimed_at = NULL, worker = NULL, heartbeat_at = NULL,
-    lease_expires_at = NULL, updated_at = {now}
-WHERE id IN (SELECT value FROM json_each(:ids)) AND status IN {from_retry}
-RETURNING id, queue;
 
 -- name: recount_waiting
 UPDATE conveyor_jobs
