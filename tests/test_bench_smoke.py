@@ -22,6 +22,7 @@ from benchmarks import (
     growth,
     lock_parts,
     mariadb_parts,
+    mariadb_reports,
     mysql_rows,
     postgres_parts,
     report,
@@ -282,6 +283,27 @@ def test_the_mariadb_parts_drain_every_variant_and_drop_their_databases(
     assert [line.strip().split(":")[0] for line in statements] == list(mariadb_parts.VARIANTS)
     assert all("claim_update" in line and "ack_claim_update" in line for line in statements)
     assert _mysql_databases("conveyor_parts_") == before
+
+
+def test_the_mariadb_reports_benchmark_completes_every_batch_both_ways(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # It also stops when a form of either statement misses a job of the batch.
+    from tests.conftest import MYSQL_URL, require_mysql
+
+    require_mysql()
+    before = _mysql_databases("conveyor_bench_")
+    assert mariadb_reports.main(["--url", MYSQL_URL, "--jobs", "40", "--batch", "10"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("MariaDB, completing a claimed batch of 10")
+    assert [line.split("  ")[1] for line in lines[1:]] == [
+        "lock, pairs out of JSON_TABLE",
+        "lock, ids and one claim",
+        "update, joined to the items",
+        "update, the locked ids alone",
+    ]
+    assert all(float(line.split()[-2]) > 0 for line in lines[1:])  # µs per job, measured
+    assert _mysql_databases("conveyor_bench_") == before
 
 
 def test_the_mysql_rows_benchmark_reads_both_ways_and_drops_its_databases(

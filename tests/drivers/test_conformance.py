@@ -181,6 +181,39 @@ def test_a_write_under_another_claim_changes_nothing(driver: Driver) -> None:
     assert get(driver, job)["status"] == Status.COMPLETED
 
 
+def test_one_report_completes_the_jobs_of_several_claims_each_with_its_own_result(
+    driver: Driver,
+) -> None:
+    # A report may name one claim (a batch) or several, with or without results: every
+    # form completes the jobs each named claim still holds, and only those.
+    jobs = [insert(driver) for _ in range(5)]
+    claim(driver, limit=2, claim_id="a")
+    claim(driver, limit=2, claim_id="b")
+    items = [{"id": jobs[0], "claim_id": "a", "result": None},
+             {"id": jobs[2], "claim_id": "b", "result": json.dumps({"n": 2})},
+             {"id": jobs[3], "claim_id": "a", "result": None},  # b holds it
+             {"id": jobs[4], "claim_id": "a", "result": None}]  # nobody holds it  # fmt: skip
+    with driver.session() as s:
+        done = s.run(db.CompleteJobs(items=driver.json_param(items)))
+    assert sorted(r["id"] for r in done) == [jobs[0], jobs[2]]
+    assert [get(driver, j)["status"] for j in jobs] == [
+        Status.COMPLETED, Status.RUNNING, Status.COMPLETED, Status.RUNNING, Status.PENDING,
+    ]  # fmt: skip
+    assert driver.decode_json(get(driver, jobs[2])["result"]) == {"n": 2}
+    assert get(driver, jobs[0])["result"] is None
+    # One claim, none with a result; then one claim with results.
+    one = [{"id": jobs[1], "claim_id": "a", "result": None},
+           {"id": jobs[3], "claim_id": "a", "result": None}]  # fmt: skip
+    with driver.session() as s:
+        done = s.run(db.CompleteJobs(items=driver.json_param(one)))
+    assert [r["id"] for r in done] == [jobs[1]]
+    held = [{"id": jobs[3], "claim_id": "b", "result": json.dumps([3])}]
+    with driver.session() as s:
+        done = s.run(db.CompleteJobs(items=driver.json_param(held)))
+    assert [r["id"] for r in done] == [jobs[3]]
+    assert driver.decode_json(get(driver, jobs[3])["result"]) == [3]
+
+
 def test_a_failure_is_written_only_at_the_attempt_it_was_decided_on(driver: Driver) -> None:
     job = insert(driver)
     claim(driver, claim_id="c")

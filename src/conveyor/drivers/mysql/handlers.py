@@ -481,6 +481,33 @@ def pending_summary(session: HandlerSession, params: Mapping[str, Any]) -> Steps
     return out
 
 
+def items_read(handler: Handler) -> Handler:
+    """``handler`` given, beside the reports' ``items``, what its statements choose their
+    form by: ``one_claim`` and ``item_ids`` when every item names one claim (a list of
+    ids is looked up faster than pairs out of JSON_TABLE), ``results`` when any item
+    carries a result (without one, a completion need not join the items)."""
+
+    def read(session: HandlerSession, params: Mapping[str, Any]) -> Steps:
+        items = json.loads(params["items"])
+        if not items:
+            return []
+        claims = {item["claim_id"] for item in items}
+        one = next(iter(claims)) if len(claims) == 1 else None
+        return (
+            yield from handler(
+                session,
+                {
+                    **params,
+                    "one_claim": one,
+                    "item_ids": tuple(item["id"] for item in items) if one else None,
+                    "results": True if any(i.get("result") is not None for i in items) else None,
+                },
+            )
+        )
+
+    return read
+
+
 def chosen(flag: str, given: Handler, otherwise: Handler) -> Handler:
     """One operation with two forms: ``given`` when its parameter ``flag`` is set (the
     rows a worker needs, say), else ``otherwise``."""
@@ -537,17 +564,21 @@ HANDLERS: dict[str, Handler] = {
     "reserve_job_ids": reserve_job_ids,
     "insert_steps": insert_steps,
     # reports
-    "complete_jobs": chosen(
-        "brief",
-        guarded("claimed_items_lock", "complete_update", _ID_QUEUE_STATUS, to="completed"),
-        guarded("claimed_items_lock", "complete_update"),
+    "complete_jobs": items_read(
+        chosen(
+            "brief",
+            guarded("claimed_items_lock", "complete_update", _ID_QUEUE_STATUS, to="completed"),
+            guarded("claimed_items_lock", "complete_update"),
+        )
     ),
-    "fail_jobs": fail_jobs,
-    "snooze_jobs": guarded("claimed_items_lock", "snooze_update"),
-    "heartbeat_jobs": chosen(
-        "brief",
-        guarded("claimed_items_lock", "heartbeat_update", ("id",), to=KEPT),
-        guarded("claimed_items_lock", "heartbeat_update"),
+    "fail_jobs": items_read(fail_jobs),
+    "snooze_jobs": items_read(guarded("claimed_items_lock", "snooze_update")),
+    "heartbeat_jobs": items_read(
+        chosen(
+            "brief",
+            guarded("claimed_items_lock", "heartbeat_update", ("id",), to=KEPT),
+            guarded("claimed_items_lock", "heartbeat_update"),
+        )
     ),
     "progress_job": guarded("progress_job_lock", "progress_job_update"),
 }
