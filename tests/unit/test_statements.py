@@ -97,6 +97,10 @@ def test_a_where_kept_by_a_parameter_carries_its_conditions_with_it(package: str
         (db.ReleaseJobs, {}),
         (db.CancelJobs, {"queue": "q"}),
         (db.ReopenJob, {"keep_attempts": 1}),
+        (db.DeleteJobs, {}),
+        (db.DeleteJobs, {"id": 1, "ids": "[1]"}),
+        (db.ForgetWorkers, {}),
+        (db.ForgetWorkers, {"name": "w", "older_than_s": 60.0}),
     ],
 )
 def test_an_operation_that_names_no_jobs_or_two_ways_of_naming_them_is_refused(

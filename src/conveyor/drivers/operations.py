@@ -436,12 +436,17 @@ class RunNowJobs(RowsOp):
 
 
 @dataclass(frozen=True, slots=True)
-class DeleteJob(RowsOp):
-    """A final job's row goes, with its subscribers and dependency edges; returns its
-    ``id`` and ``queue``."""
+class DeleteJobs(CountOp):
+    """Final jobs deleted, with their subscribers and dependency edges (they cascade):
+    the job ``id``, or those among ``ids`` (a JSON array); an active job is left. Give
+    one of the two."""
 
-    op: ClassVar[str] = "delete_job"
-    id: int
+    op: ClassVar[str] = "delete_jobs"
+    id: int | None = None
+    ids: str | None = None
+
+    def __post_init__(self) -> None:
+        one_of(self, "id", "ids")
 
 
 # -- reading -------------------------------------------------------------------
@@ -784,14 +789,6 @@ class WorkerSeen(CountOp):
 
 
 @dataclass(frozen=True, slots=True)
-class WorkerStopped(CountOp):
-    """worker stopped"""
-
-    op: ClassVar[str] = "worker_stopped"
-    name: str
-
-
-@dataclass(frozen=True, slots=True)
 class ListWorkers(RowsOp):
     """list workers"""
 
@@ -800,10 +797,16 @@ class ListWorkers(RowsOp):
 
 @dataclass(frozen=True, slots=True)
 class ForgetWorkers(CountOp):
-    """Entries of workers presumed dead (expired) for longer than :older_than_s."""
+    """Workers' entries deleted: the one of the worker ``name`` (it stopped), or those of
+    workers presumed dead (expired) for longer than ``older_than_s``. Give one of the
+    two."""
 
     op: ClassVar[str] = "forget_workers"
-    older_than_s: float
+    name: str | None = None
+    older_than_s: float | None = None
+
+    def __post_init__(self) -> None:
+        one_of(self, "name", "older_than_s")
 
 
 @dataclass(frozen=True, slots=True)
@@ -1055,14 +1058,6 @@ class RetireKeys(CountOp):
     was (a newer job's record replaces an older one's)."""
 
     op: ClassVar[str] = "retire_keys"
-    ids: str
-
-
-@dataclass(frozen=True, slots=True)
-class DeleteFinalJobs(CountOp):
-    """The final jobs among :ids (JSON) deleted (their subscribers and edges cascade)."""
-
-    op: ClassVar[str] = "delete_final_jobs"
     ids: str
 
 

@@ -178,7 +178,7 @@ def prune(*, older_than: Any, statuses: Iterable[str]) -> Call[tuple[int, bool]]
             locked = yield db.LockExpired(ids=ids, **where)  # still final, and still old
             if locked:
                 gone = v.json_param([int(r["id"]) for r in locked])
-                removed += yield db.DeleteFinalJobs(ids=gone)
+                removed += yield db.DeleteJobs(ids=gone)
         return removed, more
 
     return Call("prune", {"older_than": older_than_s, "statuses": names}, build)
@@ -243,8 +243,8 @@ def delete_job(job: Any) -> Call[None]:
     jid = job_id(job)
 
     def build(v: Values) -> Plan[None]:
-        rows = yield db.DeleteJob(id=jid)
-        if not rows:
+        deleted = yield db.DeleteJobs(id=jid)
+        if not deleted:
             yield from refuse_status(jid, "delete")
 
     return Call("delete_job", {"job_id": jid}, build)

@@ -81,7 +81,7 @@ def worker_stopped(name: Any) -> Call[None]:
     worker = check.name(name, "worker")
 
     def build(v: Values) -> Plan[None]:
-        yield db.WorkerStopped(name=worker)
+        yield db.ForgetWorkers(name=worker)
 
     return Call("worker_stopped", {"name": worker}, build)
 

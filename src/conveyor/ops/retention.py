@@ -239,7 +239,7 @@ def prune_expired(d: Defaults, ids: Any, *, archive: Any) -> Call[int]:
             target = p.archive or params["archive"]
             if target is not None and target.startswith("task:"):
                 queues.update((yield from _archive_jobs(d, v, target[5:], jobs)))
-            removed += yield db.DeleteFinalJobs(ids=v.json_param(got))
+            removed += yield db.DeleteJobs(ids=v.json_param(got))
         if queues:
             yield Announce(queues=sorted(queues))
         return removed

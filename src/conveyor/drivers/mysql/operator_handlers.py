@@ -23,15 +23,6 @@ from conveyor.drivers.values import Row
 _ID_QUEUE = ("id", "queue")
 
 
-def delete_job(session: HandlerSession, params: Mapping[str, Any]) -> Steps:
-    """A final job deleted (its subscribers and edges cascade): answers id, queue."""
-    locked: list[Row] = yield Rows("delete_job_lock", params)
-    if not locked:
-        return []
-    yield Change("delete_job_delete", {"locked": tuple(row["id"] for row in locked)})
-    return locked
-
-
 def search_payload(session: HandlerSession, params: Mapping[str, Any]) -> Steps:
     """The field's JSON path is built here, the name quoted as a JSON string, so any
     name (dots, quotes, spaces) reads one top-level member."""
@@ -65,7 +56,6 @@ OPERATOR_HANDLERS: dict[str, Handler] = {
     "fail_by_key": guarded("fail_by_key_lock", "fail_by_key_update", _ID_QUEUE, to="failed"),
     "run_now": guarded("run_now_lock", "run_now_update"),
     "run_now_jobs": guarded("run_now_jobs_lock", "run_now_jobs_update", _ID_QUEUE, to=KEPT),
-    "delete_job": delete_job,
     "search_payload": search_payload,
     "roll_up_throughput": roll_up_throughput,
 }

@@ -55,15 +55,18 @@ UPDATE conveyor_jobs FORCE INDEX (PRIMARY)
 SET run_at = {now}, updated_at = {now}
 WHERE id IN :locked AND status IN {from_run_now};
 
--- name: delete_job_lock
--- One final job; its subscribers and dependency edges go with it (ON DELETE CASCADE).
-SELECT id, queue FROM conveyor_jobs
-WHERE id = :id AND status IN {from_delete}
-FOR UPDATE;
-
--- name: delete_job_delete
-DELETE j FROM conveyor_jobs AS j FORCE INDEX (PRIMARY)
-WHERE j.id IN :locked AND j.status IN {from_delete};
+-- name: delete_jobs
+-- Final jobs, the one :id or those among :ids (a JSON array); their subscribers and
+-- dependency edges go with them (ON DELETE CASCADE). The ids are joined as a table:
+-- MariaDB runs a one-table DELETE's IN (subquery) as a dependent subquery, a scan of
+-- every job that waits on every row another transaction has locked; the join reads
+-- each id's row by its key.
+DELETE j FROM JSON_TABLE(:ids, '$[*]' COLUMNS (i BIGINT PATH '$')) AS t  -- if :ids
+JOIN conveyor_jobs AS j ON j.id = t.i                                    -- if :ids
+DELETE j FROM conveyor_jobs AS j FORCE INDEX (PRIMARY)                   -- if :id
+WHERE j.status IN {from_delete}
+  AND j.id = :id                                                         -- if :id
+;
 
 -- name: list_deferred
 -- Pending jobs not yet due: scheduled (never tried) or waiting to retry (an attempt

@@ -14,11 +14,11 @@
 -- for the pairs out of JSON_TABLE (benchmarks/mariadb_reports.py, batches of 300).
 SELECT id, queue, task, status, has_dependents FROM conveyor_jobs
   FORCE INDEX (PRIMARY)
-WHERE (id, claim_id) IN (                                              -- unless :one_claim
+WHERE status IN {from_complete}
+  AND (id, claim_id) IN (                                              -- unless :one_claim
           SELECT id, claim_id FROM JSON_TABLE(:items, '$[*]' COLUMNS ( -- unless :one_claim
               id BIGINT PATH '$.id', claim_id {text} PATH '$.claim_id')) AS t) -- unless :one_claim
-WHERE id IN :item_ids AND claim_id = :one_claim                        -- if :one_claim
-  AND status IN {from_complete}
+  AND id IN :item_ids AND claim_id = :one_claim                        -- if :one_claim
 ORDER BY id
 FOR UPDATE;
 

@@ -85,13 +85,6 @@ ON DUPLICATE KEY UPDATE
     retired_at = IF(VALUES(job_id) > conveyor_retired_keys.job_id, VALUES(retired_at), conveyor_retired_keys.retired_at),
     job_id = GREATEST(VALUES(job_id), conveyor_retired_keys.job_id);
 
--- name: delete_final_jobs
--- The ids joined as a table: MariaDB runs a one-table DELETE's IN (subquery) as a
--- dependent subquery, a scan of every job that waits on every row another transaction
--- has locked; the join reads each id's row by its key.
-DELETE j FROM JSON_TABLE(:ids, '$[*]' COLUMNS (i BIGINT PATH '$')) AS t
-JOIN conveyor_jobs AS j ON j.id = t.i
-WHERE j.status IN {from_delete};
 
 -- name: retired_key
 SELECT *, {now} AS db_now FROM conveyor_retired_keys

@@ -102,8 +102,11 @@ FROM picked
 WHERE j.id = picked.id AND j.status IN {from_run_now}
 RETURNING j.id, j.queue;
 
--- name: delete_job
--- One final job; its subscribers and dependency edges go with it (ON DELETE CASCADE).
+-- name: delete_jobs
+-- Final jobs, the one :id or those among :ids (a JSON array); their subscribers and
+-- dependency edges go with them (ON DELETE CASCADE).
 DELETE FROM {schema}.conveyor_jobs
-WHERE id = :id AND status IN {from_delete}
-RETURNING id, queue;
+WHERE status IN {from_delete}
+  AND id = :id                                                                -- if :id
+  AND id = ANY (ARRAY(SELECT jsonb_array_elements_text(:ids::jsonb)::bigint)) -- if :ids
+;

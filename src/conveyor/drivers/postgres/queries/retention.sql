@@ -76,10 +76,6 @@ SET job_id = excluded.job_id, task = excluded.task, status = excluded.status,
     retired_at = excluded.retired_at
 WHERE excluded.job_id > {schema}.conveyor_retired_keys.job_id;
 
--- name: delete_final_jobs
-DELETE FROM {schema}.conveyor_jobs
-WHERE id = ANY (ARRAY(SELECT jsonb_array_elements_text(:ids::jsonb)::bigint))
-  AND status IN {from_delete};
 
 -- name: retired_key
 SELECT *, now() AS db_now FROM {schema}.conveyor_retired_keys

@@ -100,8 +100,11 @@ WHERE id IN (
   AND status IN {from_run_now}
 RETURNING id, queue;
 
--- name: delete_job
--- One final job; its subscribers and dependency edges go with it (ON DELETE CASCADE).
+-- name: delete_jobs
+-- Final jobs, the one :id or those among :ids (a JSON array); their subscribers and
+-- dependency edges go with them (ON DELETE CASCADE).
 DELETE FROM conveyor_jobs
-WHERE id = :id AND status IN {from_delete}
-RETURNING id, queue;
+WHERE status IN {from_delete}
+  AND id = :id                                      -- if :id
+  AND id IN (SELECT value FROM json_each(:ids))     -- if :ids
+;

@@ -20,15 +20,16 @@ SET host = excluded.host, pid = excluded.pid, queues = excluded.queues,
     , busy = excluded.busy  -- if :busy
 ;
 
--- name: worker_stopped
-DELETE FROM conveyor_workers WHERE name = :name;
-
 -- name: list_workers
 SELECT *, {now} AS db_now FROM conveyor_workers WHERE expires_at > {now} ORDER BY name;
 
 -- name: forget_workers
--- Entries of workers presumed dead (expired) for longer than :older_than_s.
-DELETE FROM conveyor_workers WHERE expires_at <= {now} - :older_than_s;
+-- The entry of the worker :name (it stopped), or those of workers presumed dead
+-- (expired) for longer than :older_than_s.
+DELETE FROM conveyor_workers
+WHERE name = :name  -- if :name
+WHERE expires_at <= {now} - :older_than_s  -- if :older_than_s
+;
 
 -- name: save_schedule
 -- A schedule as the app declares it. A new one starts at :first_slot (slots before it
