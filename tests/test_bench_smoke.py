@@ -28,6 +28,7 @@ from benchmarks import (
     report,
     run,
     soak,
+    worker_statements,
 )
 from benchmarks.harness import Figure, summarise
 from conveyor.cli import app
@@ -304,6 +305,22 @@ def test_the_mariadb_reports_benchmark_completes_every_batch_both_ways(
     ]
     assert all(float(line.split()[-2]) > 0 for line in lines[1:])  # µs per job, measured
     assert _mysql_databases("conveyor_bench_") == before
+
+
+@pytest.mark.parametrize("backend", ["postgresql", "mariadb"])
+def test_the_worker_statements_benchmark_times_the_claims_and_endings(
+    backend: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.conftest import require_mysql
+
+    require_postgres() if backend == "postgresql" else require_mysql()
+    assert worker_statements.main(["--backend", backend, "--jobs", "60"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith(f"{backend}: one worker drained 60 jobs at ")
+    claims = [line for line in lines[2:] if "status = 'running'" in line]
+    endings = [line for line in lines[2:] if "'completed'" in line]
+    assert claims and endings
+    assert all(float(line.split()[2]) > 0 for line in claims + endings)  # µs per job, measured
 
 
 def test_the_mysql_rows_benchmark_reads_both_ways_and_drops_its_databases(
