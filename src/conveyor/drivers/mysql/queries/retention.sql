@@ -85,7 +85,6 @@ ON DUPLICATE KEY UPDATE
     retired_at = IF(VALUES(job_id) > conveyor_retired_keys.job_id, VALUES(retired_at), conveyor_retired_keys.retired_at),
     job_id = GREATEST(VALUES(job_id), conveyor_retired_keys.job_id);
 
-
 -- name: retired_key
 SELECT *, {now} AS db_now FROM conveyor_retired_keys
 WHERE queue = :queue AND key_hash = UNHEX(SHA2(:key, 256)) AND `key` = :key

@@ -67,7 +67,6 @@ SET job_id = excluded.job_id, task = excluded.task, status = excluded.status,
     retired_at = excluded.retired_at
 WHERE excluded.job_id > conveyor_retired_keys.job_id;
 
-
 -- name: retired_key
 SELECT *, {now} AS db_now FROM conveyor_retired_keys
 WHERE queue = :queue AND key = :key
