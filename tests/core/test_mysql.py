@@ -24,7 +24,7 @@ import conveyor
 import conveyor.aio
 import conveyor.queue
 from conveyor import InvalidArgument, Status, TransactionConflict
-from conveyor.drivers.mysql.session import COUNTS_PER_STATEMENT
+from conveyor.drivers.mysql.session import Counting
 from tests.conftest import (
     _mysql_server,
     drop_schema,
@@ -483,18 +483,71 @@ def test_the_counts_are_written_once_before_and_after_the_row_trigger_went(
                 other.complete(job.id, job.claim_id)
 
     with conveyor.connect(my_url, migrate=False) as q:
-        q.migrate(target=COUNTS_PER_STATEMENT - 1)
+        q.migrate(target=Counting.STATEMENTS - 1)
         q.enqueue("t", queue="q")
         drain_one(q, my_url)
         assert _counted(q) == (1, 0, 1)
     with conveyor.connect(my_url) as q:  # migrated to the latest
-        assert q.driver.schema_version() >= COUNTS_PER_STATEMENT
+        assert q.driver.schema_version() >= Counting.STATEMENTS
         drain_one(q, my_url)
         assert _counted(q) == (1, 0, 2)
         job = q.claim("q").jobs[0]
         assert _counted(q) == (0, 1, 2)
         q.complete(job.id, job.claim_id)
         assert _counted(q) == (0, 0, 3)
+
+
+def _deltas(q: conveyor.Queue) -> int:
+    """How many count deltas wait to be folded."""
+    with q.driver.session() as s:
+        return int(s.all("count_deltas", {"limit": 1_000_000})[0]["n"])
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_a_bulk_insert_counts_its_jobs_once_before_and_after_the_insert_trigger_changed(
+    my_url: str, asynchronous: bool
+) -> None:
+    """Up to migration 16 the insert trigger counts each job of a bulk insert; from 17
+    on the bulk insert writes one delta per queue and task, and the trigger skips its
+    jobs. A queue that connected before the migration (migrate=False) goes on counting
+    right after another process migrated, and a single enqueue is still counted by the
+    trigger after a bulk insert on the same connection."""
+
+    def load(url: str, n: int) -> None:
+        items = [{"task": "t", "queue": "q"}] * n
+        if asynchronous:
+
+            async def enqueue() -> None:
+                async with await conveyor.aio.connect(url, migrate=False) as aq:
+                    await aq.enqueue_ids(items)
+                    await aq.enqueue("t", queue="q")
+
+            asyncio.run(enqueue())
+        else:
+            with conveyor.connect(url, migrate=False) as other:
+                other.enqueue_ids(items)
+                other.enqueue("t", queue="q")
+
+    with conveyor.connect(my_url, migrate=False) as old:
+        old.migrate(target=Counting.BULK_INSERTS - 1)
+        old.fold_counts()
+        load(my_url, 50)
+        assert _counted(old) == (51, 0, 0)
+        assert _deltas(old) == 51  # a delta row per job
+        old.fold_counts()
+        with conveyor.connect(my_url) as new:  # migrated to the latest
+            assert new.driver.schema_version() >= Counting.BULK_INSERTS
+            # Connected at 16: its own bulk insert is counted by the new trigger.
+            old.enqueue_ids([{"task": "t", "queue": "q"}] * 10)
+            assert _counted(new) == (61, 0, 0) and _deltas(new) == 10
+            new.fold_counts()
+            load(my_url, 50)
+            assert _counted(new) == (112, 0, 0)
+            assert _deltas(new) == 2  # one for the 50, one for the single enqueue
+            jobs = new.enqueue_many([{"task": "t", "queue": "q"}, {"task": "u", "queue": "q"}])
+            assert [j.task for j in jobs] == ["t", "u"]
+            assert new.task_stats("q")["u"].pending == 1 and _counted(new) == (113, 0, 0)
+            assert new.stats(queue="q").pending == 114
 
 
 def test_an_unknown_client_library_is_refused(my_url: str) -> None:
@@ -572,6 +625,7 @@ class _Steps:
         self.returning_inserts = returning_inserts
         self.consecutive_ids = True
         self.counts_moves = True
+        self.counts_bulk_inserts = True
         self.packed_rows = returning_inserts  # as on MariaDB through PyMySQL
 
 

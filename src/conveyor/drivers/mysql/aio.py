@@ -26,10 +26,11 @@ from conveyor.drivers.mysql.session import (
     SCHEMA_VERSION,
     WATCH,
     WATCH_INTERVAL,
+    Counting,
     CursorStatements,
     begin_statements,
     closed_by_server,
-    counts_moves,
+    counting,
     is_missing_table,
     own_transaction,
     runs_alone,
@@ -52,10 +53,10 @@ class _AsyncMySQLSession(CursorStatements, AsyncSession):
     handlers = ASYNC_HANDLERS
 
     def __init__(
-        self, cursor: Any, queries: Statements, *, consecutive_ids: bool, counts_moves: bool
+        self, cursor: Any, queries: Statements, *, consecutive_ids: bool, counting: Counting
     ) -> None:
         super().__init__()
-        self._use(cursor, queries, consecutive_ids, counts_moves=counts_moves)
+        self._use(cursor, queries, consecutive_ids, counting=counting)
 
     async def all(self, query: str, params: Mapping[str, Any] | None = None) -> list[Row]:
         rows: list[Row] = await self.run_step(Rows(query, params or {}))
@@ -89,7 +90,7 @@ class AsyncMySQLDriver(MySQLValues, AsyncDriver):
         self._pool: Any = None
         self._watcher: asyncio.Task[None] | None = None
         self.consecutive_ids = True
-        self.counts_moves = True
+        self.counting = Counting.BULK_INSERTS
 
     def _kwargs(self) -> dict[str, Any]:
         options = self.server.connect_kwargs(self._connect_timeout)
@@ -116,7 +117,7 @@ class AsyncMySQLDriver(MySQLValues, AsyncDriver):
         finally:
             conn.close()
         self.consecutive_ids = int(lock_mode) in (0, 1)
-        self.counts_moves = counts_moves(schema)
+        self.counting = counting(schema)
         self._load(str(version))
         with translated():
             self._pool = await aiomysql.create_pool(
@@ -157,7 +158,7 @@ class AsyncMySQLDriver(MySQLValues, AsyncDriver):
                 await pooled.cursor(aiomysql.DictCursor),
                 self._queries,
                 consecutive_ids=self.consecutive_ids,
-                counts_moves=self.counts_moves,
+                counting=self.counting,
             )
             try:
                 yield session
@@ -235,7 +236,7 @@ class AsyncMySQLDriver(MySQLValues, AsyncDriver):
         with translated():
             await cur.execute(begin)
         session = _AsyncMySQLSession(
-            cur, self._queries, consecutive_ids=self.consecutive_ids, counts_moves=self.counts_moves
+            cur, self._queries, consecutive_ids=self.consecutive_ids, counting=self.counting
         )
         try:
             yield session

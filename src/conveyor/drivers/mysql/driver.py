@@ -44,10 +44,11 @@ from conveyor.drivers.mysql.session import (
     SYNC_HANDLERS,
     WATCH,
     WATCH_INTERVAL,
+    Counting,
     CursorStatements,
     begin_statements,
     closed_by_server,
-    counts_moves,
+    counting,
     is_missing_table,
     own_transaction,
     runs_alone,
@@ -71,10 +72,10 @@ class _MySQLSession(CursorStatements, Session):
         *,
         consecutive_ids: bool,
         escape: Callable[[Any], str] | None = None,
-        counts_moves: bool = True,
+        counting: Counting = Counting.BULK_INSERTS,
     ) -> None:
         super().__init__()
-        self._use(cursor, queries, consecutive_ids, escape, counts_moves)
+        self._use(cursor, queries, consecutive_ids, escape, counting)
 
     def all(self, query: str, params: Mapping[str, Any] | None = None) -> list[Row]:
         rows: list[Row] = self.run_step(Rows(query, params or {}))
@@ -106,18 +107,18 @@ def _caller_cursor(conn: Any) -> tuple[Any, Callable[[Any], str]]:
     )
 
 
-def _counts_moves(cur: Any) -> bool:
-    """``counts_moves`` for the schema the cursor's database holds."""
+def _counting(cur: Any) -> Counting:
+    """``counting`` for the schema the cursor's database holds."""
     try:
         cur.execute(SCHEMA_VERSION)
     except Exception as exc:
         if not is_driver_error(exc):
             raise
         if is_missing_table(exc):
-            return True
+            return Counting.BULK_INSERTS
         raise
     (version,) = cur.fetchone()
-    return counts_moves(version)
+    return counting(version)
 
 
 class _Pool:
@@ -202,7 +203,7 @@ class MySQLDriver(MySQLValues, Driver):
             with conn.cursor() as cur:
                 cur.execute("SELECT VERSION(), @@innodb_autoinc_lock_mode")
                 version, lock_mode = cur.fetchone()
-                self.counts_moves = _counts_moves(cur)
+                self.counting = _counting(cur)
         except self._client.error as exc:
             self._pool.put(conn, broken=True)
             self._pool.close()
@@ -247,7 +248,7 @@ class MySQLDriver(MySQLValues, Driver):
                 self._queries,
                 consecutive_ids=self.consecutive_ids,
                 escape=self._client.escape(pooled),
-                counts_moves=self.counts_moves,
+                counting=self.counting,
             )
             try:
                 yield session
@@ -339,7 +340,7 @@ class MySQLDriver(MySQLValues, Driver):
             self._queries,
             consecutive_ids=self.consecutive_ids,
             escape=escape,
-            counts_moves=self.counts_moves,
+            counting=self.counting,
         )
         try:
             yield session
@@ -390,7 +391,7 @@ class MySQLDriver(MySQLValues, Driver):
                         (migration.version, migration.name),
                     )
                     applied.append(migration.version)
-                self.counts_moves = counts_moves(max(done | set(applied), default=None))
+                self.counting = counting(max(done | set(applied), default=None))
             finally:
                 cur.execute("SELECT RELEASE_LOCK(%s)", (lock,))
         return applied

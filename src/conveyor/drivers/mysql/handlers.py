@@ -81,6 +81,12 @@ class HandlerSession(Protocol):
         ...
 
     @property
+    def counts_bulk_inserts(self) -> bool:
+        """Whether a bulk insert writes the counts of its jobs itself, the insert
+        trigger skipping them (migration 0017)."""
+        ...
+
+    @property
     def packed_rows(self) -> bool:
         """Whether whole jobs are read packed, one JSON array per row (``read_jobs``)."""
         ...
@@ -366,19 +372,32 @@ def insert_job(session: HandlerSession, params: Mapping[str, Any]) -> Steps:
 
 
 def insert_many(columns: tuple[str, ...]) -> Handler:
+    """Jobs without keys or dependencies, many in one statement. Where the schema allows
+    (``counts_bulk_inserts``), their creation time is set first (``bulk_created_at``):
+    the insert trigger, which writes a delta row per job, skips jobs created at that
+    instant, and one statement counts them all after. Otherwise the trigger counts."""
+
     def handler(session: HandlerSession, params: Mapping[str, Any]) -> Steps:
+        counted = session.counts_bulk_inserts
+        if counted:
+            yield Change("bulk_created_at", {})
+            params = {**params, "counted": 1}
+        rows: list[Row] = []
         if session.consecutive_ids:
             first, count = yield Insert("insert_jobs", params)
-            if not count:
-                return []
-            last = first + count - 1
-            rows: list[Row] = yield Rows("inserted_jobs", {"first_id": first, "last_id": last})
-            return _only(rows, columns)
-        # Ids of one INSERT may interleave with another's: one row at a time.
-        rows = []
-        for item in json.loads(params["items"]):
-            new_id, _ = yield Insert("insert_jobs", {"items": json.dumps([item])})
-            rows += yield Rows("inserted_jobs", {"first_id": new_id, "last_id": new_id})
+            if count and columns == ("id",):
+                rows = [{"id": i} for i in range(first, first + count)]
+            elif count:
+                last = first + count - 1
+                rows = yield Rows("inserted_jobs", {"first_id": first, "last_id": last})
+        else:
+            # Ids of one INSERT may interleave with another's: one row at a time.
+            for item in json.loads(params["items"]):
+                one = {**params, "items": json.dumps([item])}
+                new_id, _ = yield Insert("insert_jobs", one)
+                rows += yield Rows("inserted_jobs", {"first_id": new_id, "last_id": new_id})
+        if rows and counted:
+            yield Change("count_bulk_insert", params)
         return _only(rows, columns)
 
     return handler

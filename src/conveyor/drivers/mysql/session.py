@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import select
 from collections.abc import Callable, Mapping
+from enum import IntEnum
 from typing import Any
 
 from pymysql.constants import SERVER_STATUS
@@ -92,20 +93,31 @@ def own_transaction(conn: Any) -> bool:
     return bool(conn.get_autocommit()) and not in_transaction
 
 
-# Migration 0015 took the row trigger that counted every change of status away: from
-# then on each statement writes its own counts (handlers.py). A schema still at an
-# earlier version (a queue opened with migrate=False) keeps its trigger counting. Read
-# from the migrations table: information_schema's list of triggers can wait on the
-# metadata locks of DDL in any other database of the server.
-COUNTS_PER_STATEMENT = 15
+class Counting(IntEnum):
+    """Which writes count themselves, by the schema's version. Up to migration 0014 row
+    triggers count every job inserted, changed or deleted. Migration 0015 took the
+    trigger on changes away: each statement that changes states writes its own counts
+    (handlers.py). Migration 0017 lets a bulk insert count its jobs in one row too: its
+    jobs carry the creation time it set beforehand, which the insert trigger skips. A
+    schema still at an earlier version (a queue opened with migrate=False) keeps its
+    triggers counting. Read from the migrations table: information_schema's list of
+    triggers can wait on the metadata locks of DDL in any other database of the server."""
+
+    TRIGGERS = 0
+    STATEMENTS = 15
+    BULK_INSERTS = 17
+
+
 SCHEMA_VERSION = "SELECT max(version) FROM conveyor_migrations"
 _NO_SUCH_TABLE = 1146
 
 
-def counts_moves(version: int | None) -> bool:
-    """Whether statements count their own changes of state on a schema at ``version``
-    (None: no schema yet, which migrating makes the latest)."""
-    return version is None or version >= COUNTS_PER_STATEMENT
+def counting(version: int | None) -> Counting:
+    """How a schema at ``version`` counts (None: no schema yet, which migrating makes
+    the latest)."""
+    if version is None or version >= Counting.BULK_INSERTS:
+        return Counting.BULK_INSERTS
+    return Counting.STATEMENTS if version >= Counting.STATEMENTS else Counting.TRIGGERS
 
 
 def is_missing_table(exc: BaseException) -> bool:
@@ -130,12 +142,12 @@ class CursorStatements:
         queries: Statements,
         consecutive_ids: bool,
         escape: Callable[[Any], str] | None = None,
-        counts_moves: bool = True,
+        counting: Counting = Counting.BULK_INSERTS,
     ) -> None:
         self._cur = cursor
         self._queries = queries
         self._consecutive_ids = consecutive_ids
-        self._counts_moves = counts_moves
+        self._counting = counting
         self._escape = escape or cursor.connection.escape
         # Packed rows pay where a row's columns are read in Python (PyMySQL, aiomysql);
         # mysqlclient reads them in C, faster than the array (benchmarks/mysql_rows.py).
@@ -149,7 +161,11 @@ class CursorStatements:
 
     @property
     def counts_moves(self) -> bool:
-        return self._counts_moves
+        return self._counting >= Counting.STATEMENTS
+
+    @property
+    def counts_bulk_inserts(self) -> bool:
+        return self._counting >= Counting.BULK_INSERTS
 
     @property
     def packed_rows(self) -> bool:

@@ -13,15 +13,24 @@ VALUES
     (:queue, :task, :payload, :key, :priority, coalesce(:run_at, {now}), :max_attempts,
      :job_group, :depends_on, coalesce(:waiting_for, 0), :trace_context, {now}, {now});
 
+-- name: bulk_created_at
+-- The creation time of the jobs of the bulk insert that follows, which its rows carry
+-- and the insert trigger skips (migration 0017): count_bulk_insert counts them.
+SET @conveyor_bulk_created_at = {now};
+
 -- name: insert_jobs
 -- Many jobs without keys or dependencies in one statement. :items is a JSON array of
 -- rows, each [queue, task, payload, priority, run_at, max_attempts, job_group,
--- trace_context].
+-- trace_context]. With :counted, created at @conveyor_bulk_created_at (bulk_created_at,
+-- just before), so that the insert trigger leaves them to count_bulk_insert.
 INSERT INTO conveyor_jobs
     (queue, task, payload, `key`, priority, run_at, max_attempts, job_group,
      trace_context, created_at, updated_at)
-SELECT e.queue, e.task, e.payload, NULL, e.priority, coalesce(e.run_at, {now}),
-       e.max_attempts, e.job_group, e.trace_context, {now}, {now}
+SELECT e.queue, e.task, e.payload, NULL, e.priority,
+       coalesce(e.run_at, {now}), e.max_attempts, e.job_group,  -- unless :counted
+       e.trace_context, {now}, {now}  -- unless :counted
+       coalesce(e.run_at, @conveyor_bulk_created_at), e.max_attempts, e.job_group,  -- if :counted
+       e.trace_context, @conveyor_bulk_created_at, @conveyor_bulk_created_at  -- if :counted
 FROM JSON_TABLE(:items, '$[*]' COLUMNS (
          ord          FOR ORDINALITY,
          queue        {text} PATH '$[0]',
@@ -33,6 +42,15 @@ FROM JSON_TABLE(:items, '$[*]' COLUMNS (
          job_group    {text} PATH '$[6]',
          trace_context LONGTEXT PATH '$[7]')) AS e
 ORDER BY e.ord;
+
+-- name: count_bulk_insert
+-- The counts of the jobs insert_jobs just made from :items (all pending), one delta row
+-- per queue and task rather than one per job.
+INSERT INTO conveyor_count_deltas (queue, status, task, n, entered, at)
+SELECT queue, 'pending', task, count(*), count(*), {now}
+FROM JSON_TABLE(:items, '$[*]' COLUMNS (queue {text} PATH '$[0]', task {text} PATH '$[1]')) AS e
+GROUP BY queue, task
+ORDER BY queue, task;
 
 -- name: inserted_jobs
 -- What the database decided for the jobs just inserted (ids :first_id … :last_id).
