@@ -131,6 +131,20 @@ def test_a_claim_takes_due_pending_jobs_by_priority_then_id(driver: Driver) -> N
     assert {r["claim_id"] for r in rows} == {"c1"}
 
 
+def test_a_claim_answers_each_job_as_the_database_now_holds_it(driver: Driver) -> None:
+    ids = [insert(driver, payload={"n": n}, max_attempts=2) for n in range(3)]
+    claimed = [driver.decode_job(r) for r in claim(driver, limit=2, lease_s=45.5)]
+    assert claimed == [driver.decode_job(get(driver, job.id)) for job in claimed]
+    assert all(j.attempts == 1 and j.worker == "w" and j.lease_expires_at for j in claimed)
+    one = db.ClaimIds(id=ids[2], lease_s=30.0, claim_id="c2", worker="w2")
+    with driver.session() as s:
+        rows = [dict(r) for r in s.run(one)]
+    assert [driver.decode_job(r) for r in rows] == [driver.decode_job(get(driver, ids[2]))]
+    job = driver.decode_job(rows[0])
+    assert job.claim_id == "c2" and job.lease_expires_at and job.claimed_at
+    assert (job.lease_expires_at - job.claimed_at).total_seconds() == pytest.approx(30.0, abs=0.002)
+
+
 def test_a_claim_respects_its_limit_and_leaves_the_rest_pending(driver: Driver) -> None:
     ids = [insert(driver) for _ in range(5)]
     assert len(claim(driver, limit=2)) == 2

@@ -171,7 +171,11 @@ def bind(
         return statement, params
 
     def literal(value: Any) -> str:
+        if type(value) is int:  # what every driver writes for one, without its call
+            return str(value)
         if isinstance(value, tuple):
+            if all(type(v) is int for v in value):  # ids, the commonest list
+                return "(" + ",".join(map(str, value)) + ")"
             return "(" + ",".join(literal(v) for v in value) + ")"
         return escape(value)
 

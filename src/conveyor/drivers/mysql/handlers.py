@@ -304,6 +304,47 @@ def guarded(
     return handler
 
 
+# What claim_update writes into a job, for the rows its lock read: (column, parameter),
+# beside status 'running' and one more attempt. Keep alike with claim_update.
+CLAIMED = (
+    ("claim_id", "claim_id"),
+    ("worker", "worker"),
+    ("claimed_at", "claim_at"),
+    ("heartbeat_at", "claim_at"),
+    ("started_at", "claim_at"),
+    ("lease_expires_at", "claim_expires"),
+    ("updated_at", "claim_at"),
+)
+
+
+def claimed(lock: str) -> Handler:
+    """A claim: ``lock`` reads the jobs whole, with the instant of the claim and the end
+    of its lease, and ``claim_update`` writes those into exactly the jobs locked. When it
+    changed every one (its guard is the lock's), the rows read are patched as it left
+    them instead of read again: a round trip and a read of every row fewer."""
+
+    def handler(session: HandlerSession, params: Mapping[str, Any]) -> Steps:
+        packed = session.packed_rows
+        locked: list[Row] = yield Rows(lock, {**params, "packed": 1 if packed else None})
+        if not locked:
+            return []
+        first = locked[0]
+        update = {**params, "claim_at": first["claim_at"], "claim_expires": first["claim_expires"]}
+        ids = tuple(row["id"] for row in locked)
+        changed: int = yield Change("claim_update", {**update, "locked": ids})
+        read = (unpacked(locked) if packed else locked) if changed == len(ids) else None
+        rows: list[Row]
+        if read is None:  # a row too large to pack, or one the update's guard refused
+            rows = yield from read_jobs(session, ids)
+        else:
+            wrote = {"status": "running", **{column: update[name] for column, name in CLAIMED}}
+            rows = [{**row, **wrote, "attempts": row["attempts"] + 1} for row in read]
+        yield from settle(session, locked, rows)
+        return rows
+
+    return handler
+
+
 def fail_jobs(session: HandlerSession, params: Mapping[str, Any]) -> Steps:
     """One UPDATE per item: MySQL gives no order to the assignments of an UPDATE that
     joins the items, and the history entry must read the worker before it is cleared."""
@@ -553,8 +594,8 @@ HANDLERS: dict[str, Handler] = {
         "complete_by_key_lock", "complete_by_key_update", _ID_QUEUE, to="completed"
     ),
     # claims
-    "claim_jobs": guarded("claim_jobs_lock", "claim_update"),
-    "claim_ids": guarded("claim_ids_lock", "claim_update"),
+    "claim_jobs": claimed("claim_jobs_lock"),
+    "claim_ids": claimed("claim_ids_lock"),
     "ack_claim": guarded("ack_claim_lock", "ack_claim_update", _ID_QUEUE, to="completed"),
     "release_jobs": chosen(
         "id",

@@ -6,8 +6,13 @@
 -- concurrent claimers take different rows instead of queueing on one. Always on the
 -- claimable index, in claim order: a plan that sorts (on the due index, say) locks
 -- every row it reads before the sort, so the claimers beside it skipped the whole
--- backlog and found nothing.
-SELECT id, queue, task, status, has_dependents FROM conveyor_jobs FORCE INDEX (conveyor_jobs_claimable)
+-- backlog and found nothing. The rows are read whole (packed, with :packed: see
+-- jobs_locked) with the instant of the claim and its lease's end, which claim_update
+-- writes: the claim handler gives back these rows as the update left them, unread.
+SELECT {job_row}, id, queue, task, status, has_dependents,  -- if :packed
+SELECT {job_columns}, has_dependents,  -- unless :packed
+       {now} AS claim_at, {now} + INTERVAL :lease_s SECOND AS claim_expires
+FROM conveyor_jobs FORCE INDEX (conveyor_jobs_claimable)
 WHERE queue = :queue AND status IN {from_claim} AND waiting_for = 0 AND run_at <= {now}
   AND NOT EXISTS (SELECT 1 FROM conveyor_queues AS c WHERE c.queue = :queue AND c.controlled)
 ORDER BY priority, id
@@ -17,8 +22,12 @@ FOR UPDATE SKIP LOCKED;
 -- name: claim_ids_lock
 -- Jobs named by id: :ids (a JSON array), or the one job :id (claimable while pending
 -- with its dependencies met). :ids is the flow-controlled path: the jobs chosen under
--- the queue's limits, while the queue's settings row is locked. Still guarded.
-SELECT id, queue, task, status, has_dependents FROM conveyor_jobs
+-- the queue's limits, while the queue's settings row is locked. Still guarded. Read
+-- as claim_jobs_lock reads its rows.
+SELECT {job_row}, id, queue, task, status, has_dependents,  -- if :packed
+SELECT {job_columns}, has_dependents,  -- unless :packed
+       {now} AS claim_at, {now} + INTERVAL :lease_s SECOND AS claim_expires
+FROM conveyor_jobs
 WHERE id IN (SELECT id FROM JSON_TABLE(:ids, '$[*]' COLUMNS (id BIGINT PATH '$')) AS t)  -- if :ids
   AND status IN {from_claim} AND waiting_for = 0  -- if :ids
 WHERE id = :id AND status IN {from_claim_job} AND waiting_for = 0  -- if :id
@@ -29,17 +38,19 @@ FOR UPDATE;
 -- the primary key (FORCE INDEX): left to choose, MariaDB takes the range of the status
 -- index, which it must then change under itself (buffering the rows first), or, where
 -- the queue is not named, the whole of a status (every running job, for a heartbeat).
+-- :claim_at and :claim_expires are the lock's. handlers.CLAIMED writes the same into
+-- the rows the lock read: keep the two alike.
 UPDATE conveyor_jobs FORCE INDEX (PRIMARY)
 SET status = 'running',
     attempts = attempts + 1,
     claim_id = :claim_id,
     worker = :worker,
-    claimed_at = {now},
-    heartbeat_at = {now},
-    started_at = {now},
+    claimed_at = :claim_at,
+    heartbeat_at = :claim_at,
+    started_at = :claim_at,
     lease_seconds = :lease_s,
-    lease_expires_at = {now} + INTERVAL :lease_s SECOND,
-    updated_at = {now}
+    lease_expires_at = :claim_expires,
+    updated_at = :claim_at
 WHERE id IN :locked AND status IN {from_claim} AND waiting_for = 0;
 
 -- name: count_claimable
