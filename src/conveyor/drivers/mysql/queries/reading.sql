@@ -93,11 +93,12 @@ ON DUPLICATE KEY UPDATE completed = conveyor_throughput.completed + VALUES(compl
                         failed = conveyor_throughput.failed + VALUES(failed);
 
 -- name: fold_forget
--- The ids joined as a table (:ids, JSON): on this small table MariaDB runs
--- DELETE … WHERE id IN (…) as a scan that waits on the deltas every open transaction
--- has just written, and folders waiting so deadlock each other.
+-- The ids joined as a table (:ids, JSON), in that order, into the primary key: on this
+-- small table MariaDB runs DELETE … WHERE id IN (…), or the join the other way round
+-- (a table of five deltas, say), as a scan that waits on the deltas every open
+-- transaction has just written, and folders waiting so deadlock each other.
 DELETE d FROM JSON_TABLE(:ids, '$[*]' COLUMNS (id BIGINT PATH '$')) AS t
-JOIN conveyor_count_deltas AS d ON d.id = t.id;
+STRAIGHT_JOIN conveyor_count_deltas AS d FORCE INDEX (PRIMARY) ON d.id = t.id;
 
 -- name: pending_queues
 -- The queues with pending jobs (the counts folded and not): pending_summary's first step.
