@@ -212,10 +212,12 @@ class ClaimIds(RowsOp):
 class CountClaimable(RowsOp):
     """Claimable now: pending, minus those not yet due or waiting on others. Counted from the
     counts and two small index ranges, never the backlog; 0 while paused. Also how many
-    count deltas were read (the caller folds them when they pile up)."""
+    count deltas wait to be folded, counted no further than ``deltas_limit`` (the caller
+    folds them when they pile up)."""
 
     op: ClassVar[str] = "count_claimable"
     queue: str
+    deltas_limit: int
 
 
 @dataclass(frozen=True, slots=True)

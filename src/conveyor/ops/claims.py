@@ -101,7 +101,7 @@ def _claim(
             rows = yield from claim_controlled(v, settings[0], params)
     remaining = None
     if counting:
-        counted = yield db.CountClaimable(queue=params["queue"])
+        counted = yield db.CountClaimable(queue=params["queue"], deltas_limit=FOLD_AFTER)
         remaining = max(0, int(counted[0]["n"]))
         if int(counted[0]["deltas"]) >= FOLD_AFTER:
             # Counting reads the count deltas: fold them once they pile up (a second

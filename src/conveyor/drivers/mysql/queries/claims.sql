@@ -56,8 +56,10 @@ WHERE id IN :locked AND status IN {from_claim} AND waiting_for = 0;
 -- name: count_claimable
 -- Claimable now: pending, minus those not yet due or waiting on others. Counted from
 -- the counts and two small index ranges, never the backlog; 0 while paused. Also how
--- many count deltas were read (the caller folds them when they pile up).
-SELECT (SELECT count(*) FROM conveyor_count_deltas) AS deltas, CASE
+-- many count deltas wait, up to :deltas_limit: the caller folds them when they pile up,
+-- and a count of them all would read every one.
+SELECT (SELECT count(*) FROM (SELECT 1 FROM conveyor_count_deltas LIMIT :deltas_limit) AS d) AS deltas,
+CASE
     WHEN EXISTS (SELECT 1 FROM conveyor_queues WHERE queue = :queue AND paused) THEN 0
     ELSE CAST(coalesce((SELECT sum(n) FROM (
                            SELECT n FROM conveyor_counts

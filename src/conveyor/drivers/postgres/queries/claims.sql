@@ -53,8 +53,10 @@ RETURNING *;
 -- name: count_claimable
 -- Claimable now: pending, minus those not yet due or waiting on others. Counted from
 -- the counts and two small index ranges, never the backlog; 0 while paused. Also how
--- many count deltas were read (the caller folds them when they pile up).
-SELECT (SELECT count(*) FROM {schema}.conveyor_count_deltas) AS deltas, CASE
+-- many count deltas wait, up to :deltas_limit: the caller folds them when they pile up,
+-- and a count of them all would read every one.
+SELECT (SELECT count(*) FROM (SELECT 1 FROM {schema}.conveyor_count_deltas LIMIT :deltas_limit) AS d) AS deltas,
+CASE
     WHEN EXISTS (SELECT 1 FROM {schema}.conveyor_queues WHERE queue = :queue AND paused) THEN 0
     ELSE coalesce((SELECT sum(n) FROM (
                        SELECT n FROM {schema}.conveyor_counts

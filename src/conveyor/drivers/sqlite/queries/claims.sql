@@ -50,7 +50,8 @@ RETURNING *;
 -- name: count_claimable
 -- Claimable now: pending, minus those not yet due or waiting on others. Counted from
 -- the counts table and two small index ranges, never the backlog; 0 while paused.
--- (deltas: SQLite keeps its counts exact in place, with nothing to fold.)
+-- (deltas: SQLite keeps its counts exact in place, with nothing to fold; :deltas_limit
+-- goes unused.)
 SELECT 0 AS deltas, CASE
     WHEN EXISTS (SELECT 1 FROM conveyor_queues WHERE queue = :queue AND paused) THEN 0
     ELSE coalesce((SELECT sum(n) FROM conveyor_counts WHERE queue = :queue AND status = 'pending'), 0)
