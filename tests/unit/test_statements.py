@@ -11,6 +11,7 @@ from dataclasses import fields
 import pytest
 
 from conveyor.drivers import operations as db
+from conveyor.drivers.mysql.handlers import ADDED_PARAMS
 from conveyor.drivers.sql import load_queries
 
 DIALECTS = ("conveyor.drivers.sqlite", "conveyor.drivers.postgres", "conveyor.drivers.mysql")
@@ -36,6 +37,8 @@ def test_every_marked_line_names_a_field_of_its_operation(package: str) -> None:
         if op is None:
             continue
         names = {f.name for f in fields(op)}  # type: ignore[arg-type]
+        if package == "conveyor.drivers.mysql":
+            names |= ADDED_PARAMS.get(op.op, frozenset())
         marked = _MARK.findall(sql)
         checked += len(marked)
         wrong += [f"{name}: :{p}" for p in marked if p not in names]

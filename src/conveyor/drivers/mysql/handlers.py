@@ -345,6 +345,15 @@ def claimed(lock: str) -> Handler:
     return handler
 
 
+# What handlers give an operation's statements beside its fields, which the statements'
+# marked lines may name too (tests/unit/test_statements.py checks the others).
+ADDED_PARAMS: dict[str, frozenset[str]] = {
+    "claim_jobs": frozenset({"packed"}),
+    "claim_ids": frozenset({"packed"}),
+    "insert_jobs": frozenset({"counted"}),
+}
+
+
 def fail_jobs(session: HandlerSession, params: Mapping[str, Any]) -> Steps:
     """One UPDATE per item: MySQL gives no order to the assignments of an UPDATE that
     joins the items, and the history entry must read the worker before it is cleared."""
