@@ -25,6 +25,7 @@ import conveyor.aio
 from conveyor import Status
 from conveyor.aio.client import AsyncRemoteQueue
 from conveyor.client import RemoteQueue
+from conveyor.drivers import operations as db
 from conveyor.web import create_app
 from conveyor.web.limits import Limits
 
@@ -159,6 +160,12 @@ def count_jobs(q: conveyor.Queue) -> dict[tuple[str, str, str], int]:
         counted.update((j.queue, j.task, str(j.status)) for j in page)
         after = page[-1].id
     return dict(counted)
+
+
+def waiting_deltas(q: conveyor.Queue) -> int:
+    """How many count deltas wait to be folded (PostgreSQL and MySQL; SQLite has none)."""
+    with q.driver.session(write=False) as s:
+        return int(s.run(db.CountDeltas(limit=1_000_000))[0]["n"])
 
 
 def _kept(q: conveyor.Queue) -> dict[tuple[str, str, str], int]:

@@ -13,10 +13,9 @@ import pytest
 
 import conveyor
 from conveyor import Status
-from conveyor.drivers import operations as db
 from conveyor.ops.claims import FOLD_AFTER
 from tests.conftest import drop_schema, fresh_url, require_postgres
-from tests.core.conftest import count_jobs
+from tests.core.conftest import count_jobs, waiting_deltas
 
 
 def _truth(q: conveyor.Queue) -> dict[tuple[str, str], int]:
@@ -132,22 +131,17 @@ def test_folding_keeps_the_counts(q: conveyor.Queue) -> None:
     assert q.fold_counts() == 0  # nothing left to fold
 
 
-def _waiting_deltas(q: conveyor.Queue) -> int:
-    with q.driver.session(write=False) as s:
-        return int(s.run(db.CountDeltas(limit=1_000_000))[0]["n"])
-
-
 @pytest.mark.queue_kinds("queue")
 def test_a_counted_claim_folds_the_deltas_once_they_pile_up(q: conveyor.Queue) -> None:
     # Each single enqueue leaves a delta on PostgreSQL and MySQL (none on SQLite, which
     # counts in place); past FOLD_AFTER of them, a claim that counts folds a batch.
     for n in range(FOLD_AFTER + 5):
         q.enqueue("t", {"n": n})
-    piled = _waiting_deltas(q)
+    piled = waiting_deltas(q)
     assert piled == 0 or piled > FOLD_AFTER
     claim = q.claim(limit=3)
     assert claim.remaining == FOLD_AFTER + 2
-    assert _waiting_deltas(q) < 10  # the claim's own, and what came after the fold
+    assert waiting_deltas(q) < 10  # the claim's own, and what came after the fold
     assert q.stats().pending == FOLD_AFTER + 2 and q.stats().running == 3
 
 

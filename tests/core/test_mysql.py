@@ -32,6 +32,7 @@ from tests.conftest import (
     mysql_connection,
     require_mysqlclient,
 )
+from tests.core.conftest import waiting_deltas
 
 pytestmark = pytest.mark.queue_kinds("queue")
 ROOT = Path(__file__).resolve().parents[2]
@@ -497,12 +498,6 @@ def test_the_counts_are_written_once_before_and_after_the_row_trigger_went(
         assert _counted(q) == (0, 0, 3)
 
 
-def _deltas(q: conveyor.Queue) -> int:
-    """How many count deltas wait to be folded."""
-    with q.driver.session() as s:
-        return int(s.all("count_deltas", {"limit": 1_000_000})[0]["n"])
-
-
 @pytest.mark.parametrize("asynchronous", [False, True])
 def test_a_bulk_insert_counts_its_jobs_once_before_and_after_the_insert_trigger_changed(
     my_url: str, asynchronous: bool
@@ -533,17 +528,17 @@ def test_a_bulk_insert_counts_its_jobs_once_before_and_after_the_insert_trigger_
         old.fold_counts()
         load(my_url, 50)
         assert _counted(old) == (51, 0, 0)
-        assert _deltas(old) == 51  # a delta row per job
+        assert waiting_deltas(old) == 51  # a delta row per job
         old.fold_counts()
         with conveyor.connect(my_url) as new:  # migrated to the latest
             assert new.driver.schema_version() >= Counting.BULK_INSERTS
             # Connected at 16: its own bulk insert is counted by the new trigger.
             old.enqueue_ids([{"task": "t", "queue": "q"}] * 10)
-            assert _counted(new) == (61, 0, 0) and _deltas(new) == 10
+            assert _counted(new) == (61, 0, 0) and waiting_deltas(new) == 10
             new.fold_counts()
             load(my_url, 50)
             assert _counted(new) == (112, 0, 0)
-            assert _deltas(new) == 2  # one for the 50, one for the single enqueue
+            assert waiting_deltas(new) == 2  # one for the 50, one for the single enqueue
             jobs = new.enqueue_many([{"task": "t", "queue": "q"}, {"task": "u", "queue": "q"}])
             assert [j.task for j in jobs] == ["t", "u"]
             assert new.task_stats("q")["u"].pending == 1 and _counted(new) == (113, 0, 0)

@@ -332,7 +332,9 @@ def claimed(lock: str) -> Handler:
         update = {**params, "claim_at": first["claim_at"], "claim_expires": first["claim_expires"]}
         ids = tuple(row["id"] for row in locked)
         changed: int = yield Change("claim_update", {**update, "locked": ids})
-        read = (unpacked(locked) if packed else locked) if changed == len(ids) else None
+        read: list[Row] | None = None
+        if changed == len(ids):
+            read = unpacked(locked) if packed else locked
         rows: list[Row]
         if read is None:  # a row too large to pack, or one the update's guard refused
             rows = yield from read_jobs(session, ids)
