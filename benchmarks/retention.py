@@ -9,11 +9,14 @@ a claim and its completion:
 1. with nothing else running (the baseline);
 2. while ``RetentionPruner`` deletes the backlog, ``--batch`` jobs per transaction with
    ``--pause`` seconds between batches (every worker runs it);
-3. for comparison, while one ``prune()`` deletes a backlog of the same size in a single
-   statement (``conveyor prune``'s way).
+3. for comparison, while one ``prune()`` deletes a backlog of the same size in
+   batches of a thousand (``conveyor prune``'s way);
+4. right after that prune, ``--counted`` claims that count the jobs remaining
+   (``count_remaining=True``, the default), one after the other: on PostgreSQL and
+   MariaDB they read the count deltas the deletes left until folds take them.
 
     python benchmarks/retention.py                             # SQLite and PostgreSQL, 1M
-    python benchmarks/retention.py --jobs 200000 --backends sqlite
+    python benchmarks/retention.py --jobs 200000 --backends sqlite,postgresql,mariadb
 
 Figures, not assertions. The claimer is a thread of the same process as the pruner.
 """
@@ -32,7 +35,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import conveyor
-from benchmarks.harness import PG_URL, pg_database, sqlite_dir
+from benchmarks.drains import MARIADB_URL
+from benchmarks.harness import PG_URL, pg_database, server_database, sqlite_dir
 from benchmarks.task_stats import execute
 from conveyor.maintenance import RetentionPruner
 
@@ -93,6 +97,26 @@ def figures(took: list[float]) -> str:
             f"p99 {p99:8.2f} ms  max {ordered[-1]:8.1f} ms")  # fmt: skip
 
 
+def counted_claims(url: str, n: int) -> str:
+    """``n`` claims of one job that count the jobs remaining, each acknowledging the
+    one before, timed one by one (the pending jobs enqueued first, untimed)."""
+    took: list[float] = []
+    with conveyor.connect(url, migrate=False) as q:
+        q.enqueue_ids([{"task": "work"}] * n, queue="work")
+        ack = None
+        for _ in range(n):
+            started = time.perf_counter()
+            claim = q.claim("work", ack=ack)
+            took.append((time.perf_counter() - started) * 1000)
+            ack = claim.id
+        q.claim("work", ack=ack, limit=1)
+    ordered = sorted(took)
+    p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+    return (f"counted claim  {len(ordered):6}  p50 {statistics.median(ordered):7.2f} ms  "
+            f"p99 {p99:8.2f} ms  max {ordered[-1]:8.1f} ms  "
+            f"all {sum(ordered) / 1000:.2f} s")  # fmt: skip
+
+
 def during(url: str, work: Callable[[], int]) -> tuple[str, int, float]:
     with Claimer(url) as claimer:
         time.sleep(0.5)
@@ -103,20 +127,24 @@ def during(url: str, work: Callable[[], int]) -> tuple[str, int, float]:
 
 
 @contextlib.contextmanager
-def database(backend: str, pg: str) -> Iterator[str]:
+def database(backend: str, pg: str, mariadb: str) -> Iterator[str]:
     if backend == "sqlite":
         with sqlite_dir() as folder:
             yield f"sqlite:///{folder / 'retention.db'}"
+    elif backend == "mariadb":
+        with server_database(backend, mariadb) as url:
+            yield url
     else:
         with pg_database(pg) as url:
             yield url
 
 
-def run(backend: str, jobs: int, batch: int, pause: float, baseline: float, pg: str) -> None:
-    with database(backend, pg) as url, conveyor.connect(url) as q:
+def run(backend: str, jobs: int, args: argparse.Namespace) -> None:
+    batch, pause = args.batch, args.pause
+    with database(backend, args.pg, args.mariadb) as url, conveyor.connect(url) as q:
         print(f"{backend:10} filled {jobs:,} completed jobs in {fill(q, url, jobs):.1f} s")
         with Claimer(url) as claimer:
-            time.sleep(baseline)
+            time.sleep(args.baseline)
         print(f"{backend:10} {'baseline':34} {figures(claimer.took)}")
         q.set_retention("completed", 0, queue="old")
         pruner = RetentionPruner(q, batch=batch, pause=pause, max_batches=10**6)
@@ -126,7 +154,8 @@ def run(backend: str, jobs: int, batch: int, pause: float, baseline: float, pg: 
         q.clear_retention(queue="old")
         fill(q, url, jobs)
         text, removed, took = during(url, lambda: q.prune(older_than=0, statuses=["completed"]))
-        print(f"{backend:10} {'one prune() statement':34} {text}  ({removed:,} in {took:.1f} s)")
+        print(f"{backend:10} {'prune()':34} {text}  ({removed:,} in {took:.1f} s)")
+        print(f"{backend:10} {'right after it':34} {counted_claims(url, args.counted)}")
 
 
 def main() -> None:
@@ -136,10 +165,12 @@ def main() -> None:
     parser.add_argument("--pause", type=float, default=0.05)
     parser.add_argument("--baseline", type=float, default=5.0, help="seconds")
     parser.add_argument("--backends", default="sqlite,postgresql")
+    parser.add_argument("--counted", type=int, default=200, help="claims after the prune")
     parser.add_argument("--pg", default=PG_URL)
+    parser.add_argument("--mariadb", default=MARIADB_URL)
     args = parser.parse_args()
     for backend in args.backends.split(","):
-        run(backend.strip(), args.jobs, args.batch, args.pause, args.baseline, args.pg)
+        run(backend.strip(), args.jobs, args)
 
 
 if __name__ == "__main__":

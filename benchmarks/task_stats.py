@@ -58,6 +58,16 @@ def execute(url: str, sql: str) -> list[tuple[Any, ...]]:
             rows = conn.execute(sql).fetchall()
             conn.commit()
             return [tuple(r) for r in rows]
+    if url.startswith(("mysql", "mariadb")):
+        from benchmarks.floor_queue import mariadb_connect
+
+        conn = mariadb_connect(url)
+        try:
+            cur = conn.cursor()
+            cur.execute(sql)
+            return [tuple(r) for r in cur.fetchall()] if cur.description else []
+        finally:
+            conn.close()
     import psycopg
 
     with psycopg.connect(url, autocommit=True) as conn:

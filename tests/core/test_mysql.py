@@ -545,6 +545,61 @@ def test_a_bulk_insert_counts_its_jobs_once_before_and_after_the_insert_trigger_
             assert new.stats(queue="q").pending == 114
 
 
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_a_delete_counts_its_jobs_once_before_and_after_the_delete_trigger_changed(
+    my_url: str, asynchronous: bool
+) -> None:
+    """Up to migration 17 the delete trigger counts each job deleted; from 18 on a
+    delete writes one delta per queue, status and task, and the trigger skips its rows.
+    A queue that connected before the migration goes on counting its deletes right
+    after another process migrated."""
+
+    def cancelled(q: conveyor.Queue, n: int) -> list[int]:
+        ids = q.enqueue_ids([{"task": "t", "queue": "q"}] * n)
+        for i in ids:
+            q.cancel(i)
+        q.fold_counts()
+        return ids
+
+    def prune(url: str) -> int:
+        if asynchronous:
+
+            async def go() -> int:
+                async with await conveyor.aio.connect(url, migrate=False) as aq:
+                    return await aq.prune(older_than=0, statuses=["cancelled"])
+
+            return asyncio.run(go())
+        with conveyor.connect(url, migrate=False) as other:
+            return other.prune(older_than=0, statuses=["cancelled"])
+
+    def cancelled_count(q: conveyor.Queue) -> int:
+        stats = q.task_stats("q").get("t")  # a task without jobs is left out
+        return 0 if stats is None else stats.cancelled
+
+    with conveyor.connect(my_url, migrate=False) as old:
+        old.migrate(target=Counting.DELETES - 1)
+        cancelled(old, 20)
+        assert prune(my_url) == 20
+        assert waiting_deltas(old) == 20  # a delta row per job
+        assert cancelled_count(old) == 0
+        with conveyor.connect(my_url) as new:  # migrated to the latest
+            assert new.driver.schema_version() >= Counting.DELETES
+            # Connected at 17: its own deletes are counted by the new trigger.
+            one = cancelled(new, 3)[0]
+            old.delete_job(one)
+            assert waiting_deltas(new) == 1 and cancelled_count(new) == 2
+            assert old.prune(older_than=0, statuses=["cancelled"]) == 2
+            assert waiting_deltas(new) == 3 and cancelled_count(new) == 0
+            new.fold_counts()
+            ids = cancelled(new, 30)
+            new.delete_job(ids[0])
+            assert waiting_deltas(new) == 1 and cancelled_count(new) == 29
+            new.fold_counts()
+            assert prune(my_url) == 29
+            assert waiting_deltas(new) == 1  # one row for the batch
+            assert cancelled_count(new) == 0
+
+
 def test_an_unknown_client_library_is_refused(my_url: str) -> None:
     with pytest.raises(conveyor.ConfigurationError, match="client: expected pymysql or"):
         conveyor.connect(my_url + "?client=libmysql")

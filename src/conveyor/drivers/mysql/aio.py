@@ -90,7 +90,7 @@ class AsyncMySQLDriver(MySQLValues, AsyncDriver):
         self._pool: Any = None
         self._watcher: asyncio.Task[None] | None = None
         self.consecutive_ids = True
-        self.counting = Counting.BULK_INSERTS
+        self.counting = Counting.LATEST
 
     def _kwargs(self) -> dict[str, Any]:
         options = self.server.connect_kwargs(self._connect_timeout)

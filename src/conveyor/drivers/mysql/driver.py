@@ -72,7 +72,7 @@ class _MySQLSession(CursorStatements, Session):
         *,
         consecutive_ids: bool,
         escape: Callable[[Any], str] | None = None,
-        counting: Counting = Counting.BULK_INSERTS,
+        counting: Counting = Counting.LATEST,
     ) -> None:
         super().__init__()
         self._use(cursor, queries, consecutive_ids, escape, counting)
@@ -115,7 +115,7 @@ def _counting(cur: Any) -> Counting:
         if not is_driver_error(exc):
             raise
         if is_missing_table(exc):
-            return Counting.BULK_INSERTS
+            return Counting.LATEST
         raise
     (version,) = cur.fetchone()
     return counting(version)

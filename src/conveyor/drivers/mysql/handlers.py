@@ -87,6 +87,12 @@ class HandlerSession(Protocol):
         ...
 
     @property
+    def counts_deletes(self) -> bool:
+        """Whether a delete writes the counts of the jobs it deletes itself, the delete
+        trigger skipping them (migration 0018)."""
+        ...
+
+    @property
     def packed_rows(self) -> bool:
         """Whether whole jobs are read packed, one JSON array per row (``read_jobs``)."""
         ...

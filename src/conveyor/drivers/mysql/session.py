@@ -98,14 +98,18 @@ class Counting(IntEnum):
     triggers count every job inserted, changed or deleted. Migration 0015 took the
     trigger on changes away: each statement that changes states writes its own counts
     (handlers.py). Migration 0017 lets a bulk insert count its jobs in one row too: its
-    jobs carry the creation time it set beforehand, which the insert trigger skips. A
-    schema still at an earlier version (a queue opened with migrate=False) keeps its
-    triggers counting. Read from the migrations table: information_schema's list of
-    triggers can wait on the metadata locks of DDL in any other database of the server."""
+    jobs carry the creation time it set beforehand, which the insert trigger skips.
+    Migration 0018 does the same for deletes: the delete trigger skips the rows of a
+    statement that counts them itself. A schema still at an earlier version (a queue
+    opened with migrate=False) keeps its triggers counting. Read from the migrations
+    table: information_schema's list of triggers can wait on the metadata locks of DDL
+    in any other database of the server."""
 
     TRIGGERS = 0
     STATEMENTS = 15
     BULK_INSERTS = 17
+    DELETES = 18
+    LATEST = DELETES
 
 
 SCHEMA_VERSION = "SELECT max(version) FROM conveyor_migrations"
@@ -115,9 +119,9 @@ _NO_SUCH_TABLE = 1146
 def counting(version: int | None) -> Counting:
     """How a schema at ``version`` counts (None: no schema yet, which migrating makes
     the latest)."""
-    if version is None or version >= Counting.BULK_INSERTS:
-        return Counting.BULK_INSERTS
-    return Counting.STATEMENTS if version >= Counting.STATEMENTS else Counting.TRIGGERS
+    if version is None:
+        return Counting.LATEST
+    return max(c for c in Counting if c <= version)
 
 
 def is_missing_table(exc: BaseException) -> bool:
@@ -142,7 +146,7 @@ class CursorStatements:
         queries: Statements,
         consecutive_ids: bool,
         escape: Callable[[Any], str] | None = None,
-        counting: Counting = Counting.BULK_INSERTS,
+        counting: Counting = Counting.LATEST,
     ) -> None:
         self._cur = cursor
         self._queries = queries
@@ -166,6 +170,10 @@ class CursorStatements:
     @property
     def counts_bulk_inserts(self) -> bool:
         return self._counting >= Counting.BULK_INSERTS
+
+    @property
+    def counts_deletes(self) -> bool:
+        return self._counting >= Counting.DELETES
 
     @property
     def packed_rows(self) -> bool:

@@ -60,13 +60,36 @@ WHERE id IN :locked AND status IN {from_run_now};
 -- dependency edges go with them (ON DELETE CASCADE). The ids are joined as a table:
 -- MariaDB runs a one-table DELETE's IN (subquery) as a dependent subquery, a scan of
 -- every job that waits on every row another transaction has locked; the join reads
--- each id's row by its key.
+-- each id's row by its key. A schema before migration 0018 only: the delete trigger
+-- counts each row; from 0018 on the delete_jobs handler runs the statements below.
 DELETE j FROM JSON_TABLE(:ids, '$[*]' COLUMNS (i BIGINT PATH '$')) AS t  -- if :ids
 JOIN conveyor_jobs AS j ON j.id = t.i                                    -- if :ids
 DELETE j FROM conveyor_jobs AS j FORCE INDEX (PRIMARY)                   -- if :id
 WHERE j.status IN {from_delete}
   AND j.id = :id                                                         -- if :id
 ;
+
+-- name: delete_jobs_lock
+-- The same jobs, locked, with what their counts are kept by.
+SELECT j.id, j.queue, j.status, j.task                                   -- if :ids
+FROM JSON_TABLE(:ids, '$[*]' COLUMNS (i BIGINT PATH '$')) AS t           -- if :ids
+STRAIGHT_JOIN conveyor_jobs AS j ON j.id = t.i                           -- if :ids
+SELECT j.id, j.queue, j.status, j.task FROM conveyor_jobs AS j           -- if :id
+WHERE j.status IN {from_delete}
+  AND j.id = :id                                                         -- if :id
+FOR UPDATE;
+
+-- name: deletes_counted
+-- The delete trigger skips the rows of the statement that follows on this connection
+-- (migration 0018): delete_jobs_locked counts them in one row per queue, status and task.
+SET @conveyor_deletes_counted = 1;
+
+-- name: delete_jobs_locked
+DELETE j FROM conveyor_jobs AS j FORCE INDEX (PRIMARY)
+WHERE j.id IN :locked AND j.status IN {from_delete};
+
+-- name: deletes_uncounted
+SET @conveyor_deletes_counted = NULL;
 
 -- name: list_deferred
 -- Pending jobs not yet due: scheduled (never tried) or waiting to retry (an attempt
