@@ -317,6 +317,24 @@ def test_write_once_commits_a_single_operation(driver: Driver) -> None:
     assert get(driver, rows[0]["id"])["claim_id"] == "once"
 
 
+def test_deleting_jobs_deletes_the_final_ones_among_them_each_once_and_counts_them(
+    q: conveyor.Queue,
+) -> None:
+    d = q.driver
+    final, active = insert(d), insert(d)
+    q.cancel(final)
+    with d.session() as s:
+        deleted = s.run(db.DeleteJobs(ids=d.json_param([final, final, active])))
+    assert deleted == 1
+    with d.session(write=False) as s:
+        assert not s.run(db.GetJob(id=final))
+    assert get(d, active)["status"] == "pending"
+    stats = q.stats(queue="q")
+    assert (stats.pending, stats.cancelled) == (1, 0)
+    with d.session() as s:
+        assert s.run(db.DeleteJobs(id=active)) == 0  # not final: kept
+
+
 def test_times_are_utc_and_come_back_as_they_went_in(driver: Driver) -> None:
     when = datetime(2031, 5, 6, 7, 8, 9, 123000, tzinfo=timezone.utc)
     job = insert(driver, run_at=when)

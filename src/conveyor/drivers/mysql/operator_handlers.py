@@ -53,14 +53,15 @@ def delete_jobs(session: HandlerSession, params: Mapping[str, Any]) -> Steps:
     if not session.counts_deletes:
         deleted: int = yield Change("delete_jobs", params)
         return deleted
-    locked: list[Row] = yield Rows("delete_jobs_lock", params)
+    rows: list[Row] = yield Rows("delete_jobs_lock", params)
+    locked = {row["id"]: row for row in rows}  # an id given twice is one job
     if not locked:
         return 0
     yield Change("deletes_counted", {})
-    gone: int = yield Change("delete_jobs_locked", {"locked": tuple(r["id"] for r in locked)})
+    gone: int = yield Change("delete_jobs_locked", {"locked": tuple(locked)})
     yield Change("deletes_uncounted", {})
     moves: Moves = {}
-    for row in locked:  # locked: each of them was deleted (gone == len(locked))
+    for row in locked.values():  # each deleted: they stay final while locked
         left = moves.setdefault((row["queue"], row["status"], row["task"]), [0, 0])
         left[0] -= 1
     yield from count_moves(moves)
