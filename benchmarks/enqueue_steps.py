@@ -3,6 +3,7 @@ to ``Queue.enqueue``, each step adding one layer, all timed in turn on one datab
 
     python benchmarks/enqueue_steps.py --backend sqlite
     python benchmarks/enqueue_steps.py --backend postgresql --rounds 3000
+    python benchmarks/enqueue_steps.py --backend mariadb [--client mysqlclient]
 
 Each round runs every step once, in a shuffled order (so none always follows the same
 neighbour, and a burst of load elsewhere hits all alike); each step is one durable
@@ -15,6 +16,11 @@ commit. The steps:
   connection;
 - on PostgreSQL, the same statement with its NOTIFY (what the driver runs), then the
   same through the driver's pool;
+- on MariaDB, first the plain commit returning the three columns a single enqueue reads
+  back (``INSERT … RETURNING id, run_at, created_at``), then conveyor's statement (which
+  returns them too), then the same through the driver's pool (a pooled connection,
+  checked for a socket the server closed, and a cursor); the plain connection is of the
+  client library of ``--client``, as the queue's;
 - ``driver.write_once``: the driver's whole path for one operation;
 - ``Queue.enqueue``: the checks, the operation, the driver, the returned ``Job``.
 
@@ -39,8 +45,9 @@ if __package__ in (None, ""):  # run as a script: make `benchmarks` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import conveyor
+from benchmarks.drains import MARIADB_URL
 from benchmarks.floor import _NOW, _SQL
-from benchmarks.harness import PG_URL, pg_database, sqlite_dir
+from benchmarks.harness import PG_URL, mariadb_database, pg_database, sqlite_dir
 from conveyor.ops.enqueue import plain_job
 
 TASK = "bench.noop"
@@ -105,6 +112,69 @@ def _postgres(pg_url: str) -> Iterator[Steps]:
             conn.close()
 
 
+@contextmanager
+def _mariadb(server_url: str, client: str) -> Iterator[Steps]:
+    from conveyor.drivers.mysql.session import closed_by_server
+
+    with mariadb_database(server_url) as url, conveyor.connect(f"{url}?client={client}") as q:
+        driver: Any = q.driver
+        conn = _mariadb_connect(url, client)
+        cur = conn.cursor()
+        op = plain_job(q.defaults, TASK, {"i": 1}, {}).insert(driver)
+        plain = _SQL[("mariadb", "conveyor")]["insert"]
+        returning = plain + " RETURNING id, run_at, created_at"
+        statement, params = driver._queries["insert_job_returning"], op.params()
+
+        def pooled() -> None:
+            pooled_conn = driver._pool.get()
+            try:
+                closed_by_server(driver._client.fileno(pooled_conn))
+                pooled_cur = pooled_conn.cursor(driver._client.dict_cursor)
+                pooled_cur.execute(statement, params)
+                pooled_cur.fetchall()
+            finally:
+                driver._pool.put(pooled_conn)
+
+        try:
+            yield {
+                "a plain commit into conveyor's table": lambda: cur.execute(
+                    plain, ("default", PAYLOAD)
+                ),
+                "the same, RETURNING three columns": lambda: (
+                    cur.execute(returning, ("default", PAYLOAD)),
+                    cur.fetchall(),
+                ),
+                "conveyor's statement": lambda: (cur.execute(statement, params), cur.fetchall()),
+                "the same through the driver's pool": pooled,
+                "driver.write_once": lambda: driver.write_once(op, queues=("default",)),
+                "Queue.enqueue": lambda: q.enqueue(TASK, {"i": 1}),
+            }
+        finally:
+            conn.close()
+
+
+def _mariadb_connect(url: str, client: str) -> Any:
+    """An autocommitted connection of ``client``'s library to the database of ``url``."""
+    from urllib.parse import unquote, urlsplit
+
+    parts = urlsplit(url)
+    options = {
+        "host": parts.hostname or "127.0.0.1",
+        "port": parts.port or 3306,
+        "user": unquote(parts.username or "root"),
+        "password": unquote(parts.password or ""),
+        "database": parts.path.lstrip("/"),
+        "autocommit": True,
+    }
+    if client == "mysqlclient":
+        import MySQLdb
+
+        return MySQLdb.connect(**options)
+    import pymysql
+
+    return pymysql.connect(**options)
+
+
 def measure(steps: Steps, rounds: int, warmup: int) -> dict[str, float]:
     """The p50 of each step in µs, over ``rounds`` rounds after ``warmup`` untimed ones."""
     took: dict[str, list[float]] = {name: [] for name in steps}
@@ -122,12 +192,20 @@ def measure(steps: Steps, rounds: int, warmup: int) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--backend", choices=("sqlite", "postgresql"), default="sqlite")
+    parser.add_argument("--backend", choices=("sqlite", "postgresql", "mariadb"), default="sqlite")
+    parser.add_argument("--client", choices=("pymysql", "mysqlclient"), default="pymysql")
     parser.add_argument("--rounds", type=int, default=3000)
     parser.add_argument("--warmup", type=int, default=200)
     parser.add_argument("--pg", default=PG_URL)
+    parser.add_argument("--mariadb", default=MARIADB_URL)
     args = parser.parse_args()
-    opened = _sqlite() if args.backend == "sqlite" else _postgres(args.pg)
+    opened = (
+        _sqlite()
+        if args.backend == "sqlite"
+        else _postgres(args.pg)
+        if args.backend == "postgresql"
+        else _mariadb(args.mariadb, args.client)
+    )
     with opened as steps:
         p50 = measure(steps, args.rounds, args.warmup)
     base = p50["a plain commit into conveyor's table"]
