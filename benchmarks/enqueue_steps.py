@@ -47,6 +47,7 @@ if __package__ in (None, ""):  # run as a script: make `benchmarks` importable
 import conveyor
 from benchmarks.drains import MARIADB_URL
 from benchmarks.floor import _NOW, _SQL
+from benchmarks.floor_queue import mariadb_connect
 from benchmarks.harness import PG_URL, mariadb_database, pg_database, sqlite_dir
 from conveyor.ops.enqueue import plain_job
 
@@ -118,7 +119,7 @@ def _mariadb(server_url: str, client: str) -> Iterator[Steps]:
 
     with mariadb_database(server_url) as url, conveyor.connect(f"{url}?client={client}") as q:
         driver: Any = q.driver
-        conn = _mariadb_connect(url, client)
+        conn = mariadb_connect(url, client)
         cur = conn.cursor()
         op = plain_job(q.defaults, TASK, {"i": 1}, {}).insert(driver)
         plain = _SQL[("mariadb", "conveyor")]["insert"]
@@ -151,28 +152,6 @@ def _mariadb(server_url: str, client: str) -> Iterator[Steps]:
             }
         finally:
             conn.close()
-
-
-def _mariadb_connect(url: str, client: str) -> Any:
-    """An autocommitted connection of ``client``'s library to the database of ``url``."""
-    from urllib.parse import unquote, urlsplit
-
-    parts = urlsplit(url)
-    options = {
-        "host": parts.hostname or "127.0.0.1",
-        "port": parts.port or 3306,
-        "user": unquote(parts.username or "root"),
-        "password": unquote(parts.password or ""),
-        "database": parts.path.lstrip("/"),
-        "autocommit": True,
-    }
-    if client == "mysqlclient":
-        import MySQLdb
-
-        return MySQLdb.connect(**options)
-    import pymysql
-
-    return pymysql.connect(**options)
 
 
 def measure(steps: Steps, rounds: int, warmup: int) -> dict[str, float]:

@@ -72,18 +72,27 @@ def connect(backend: str, db: str) -> Any:
     raise ValueError(f"unknown backend {backend!r}")
 
 
-def mariadb_connect(url: str) -> Any:
-    """A PyMySQL connection from ``mysql://user[:password]@host[:port]/db``."""
+def mariadb_connect(url: str, client: str = "pymysql") -> Any:
+    """An autocommitted connection from ``mysql://user[:password]@host[:port]/db``, of
+    PyMySQL or (``client="mysqlclient"``) of the C client library."""
     from urllib.parse import unquote, urlsplit
 
+    parts = urlsplit(url)
+    options: dict[str, Any] = {
+        "host": parts.hostname or "127.0.0.1",
+        "port": parts.port or 3306,
+        "user": unquote(parts.username or "root"),
+        "password": unquote(parts.password or ""),
+        "database": parts.path.lstrip("/"),
+        "autocommit": True,
+    }
+    if client == "mysqlclient":
+        import MySQLdb
+
+        return MySQLdb.connect(**options)
     import pymysql
 
-    parts = urlsplit(url)
-    return pymysql.connect(
-        host=parts.hostname or "127.0.0.1", port=parts.port or 3306,
-        user=unquote(parts.username or "root"), password=unquote(parts.password or ""),
-        database=parts.path.lstrip("/"), autocommit=True,
-    )  # fmt: skip
+    return pymysql.connect(**options)
 
 
 def create_and_fill(backend: str, db: str, n: int) -> None:

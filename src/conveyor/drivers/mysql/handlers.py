@@ -182,14 +182,16 @@ def unpacked(rows: list[Row]) -> list[Row] | None:
 Moves = dict[tuple[str, str, str], list[int]]
 
 
-def add_move(moves: Moves, queue: str, task: str, was: str, now: str) -> None:
-    """One job of ``queue`` and ``task`` went from status ``was`` to ``now``: [net
-    change, jobs that entered] per (queue, status, task), as the fold adds them up."""
+def add_move(moves: Moves, queue: str, task: str, was: str, now: str | None) -> None:
+    """One job of ``queue`` and ``task`` went from status ``was`` to ``now`` (None:
+    deleted): [net change, jobs that entered] per (queue, status, task), as the fold
+    adds them up."""
     left = moves.setdefault((queue, was, task), [0, 0])
     left[0] -= 1
-    entered = moves.setdefault((queue, now, task), [0, 0])
-    entered[0] += 1
-    entered[1] += 1
+    if now is not None:
+        entered = moves.setdefault((queue, now, task), [0, 0])
+        entered[0] += 1
+        entered[1] += 1
 
 
 def count_moves(moves: Moves) -> Generator[Step, Any, None]:

@@ -17,6 +17,7 @@ from conveyor.drivers.mysql.handlers import (
     Moves,
     Rows,
     Steps,
+    add_move,
     count_moves,
     guarded,
 )
@@ -62,8 +63,7 @@ def delete_jobs(session: HandlerSession, params: Mapping[str, Any]) -> Steps:
     yield Change("deletes_uncounted", {})
     moves: Moves = {}
     for row in locked.values():  # each deleted: they stay final while locked
-        left = moves.setdefault((row["queue"], row["status"], row["task"]), [0, 0])
-        left[0] -= 1
+        add_move(moves, row["queue"], row["task"], row["status"], None)
     yield from count_moves(moves)
     return gone
 
