@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import conveyor
 from benchmarks.drains import MARIADB_URL
-from benchmarks.harness import PG_URL, pg_database, server_database, sqlite_dir
+from benchmarks.harness import PG_URL, server_database, sqlite_dir
 from benchmarks.task_stats import execute
 from conveyor.maintenance import RetentionPruner
 
@@ -90,10 +90,10 @@ class Claimer:
         self.q.close()
 
 
-def figures(took: list[float]) -> str:
+def figures(took: list[float], what: str = "claim+complete") -> str:
     ordered = sorted(took)
     p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
-    return (f"claim+complete {len(ordered):6}  p50 {statistics.median(ordered):7.2f} ms  "
+    return (f"{what:14} {len(ordered):6}  p50 {statistics.median(ordered):7.2f} ms  "
             f"p99 {p99:8.2f} ms  max {ordered[-1]:8.1f} ms")  # fmt: skip
 
 
@@ -110,11 +110,7 @@ def counted_claims(url: str, n: int) -> str:
             took.append((time.perf_counter() - started) * 1000)
             ack = claim.id
         q.claim("work", ack=ack, limit=1)
-    ordered = sorted(took)
-    p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
-    return (f"counted claim  {len(ordered):6}  p50 {statistics.median(ordered):7.2f} ms  "
-            f"p99 {p99:8.2f} ms  max {ordered[-1]:8.1f} ms  "
-            f"all {sum(ordered) / 1000:.2f} s")  # fmt: skip
+    return f"{figures(took, 'counted claim')}  all {sum(took) / 1000:.2f} s"
 
 
 def during(url: str, work: Callable[[], int]) -> tuple[str, int, float]:
@@ -131,16 +127,13 @@ def database(backend: str, pg: str, mariadb: str) -> Iterator[str]:
     if backend == "sqlite":
         with sqlite_dir() as folder:
             yield f"sqlite:///{folder / 'retention.db'}"
-    elif backend == "mariadb":
-        with server_database(backend, mariadb) as url:
-            yield url
     else:
-        with pg_database(pg) as url:
+        with server_database(backend, mariadb if backend == "mariadb" else pg) as url:
             yield url
 
 
-def run(backend: str, jobs: int, args: argparse.Namespace) -> None:
-    batch, pause = args.batch, args.pause
+def run(backend: str, args: argparse.Namespace) -> None:
+    jobs, batch, pause = args.jobs, args.batch, args.pause
     with database(backend, args.pg, args.mariadb) as url, conveyor.connect(url) as q:
         print(f"{backend:10} filled {jobs:,} completed jobs in {fill(q, url, jobs):.1f} s")
         with Claimer(url) as claimer:
@@ -170,7 +163,7 @@ def main() -> None:
     parser.add_argument("--mariadb", default=MARIADB_URL)
     args = parser.parse_args()
     for backend in args.backends.split(","):
-        run(backend.strip(), args.jobs, args)
+        run(backend.strip(), args)
 
 
 if __name__ == "__main__":

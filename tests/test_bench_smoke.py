@@ -237,13 +237,26 @@ def test_the_lock_parts_drain_every_variant(
         assert (float(after) > 0) if lock_parts.VARIANTS[name].ids_only else not after
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+@pytest.mark.parametrize(
+    ("backend", "client"),
+    [("sqlite", None), ("postgresql", None), ("mariadb", "pymysql"), ("mariadb", "mysqlclient")],
+)
 def test_the_enqueue_steps_time_every_layer(
-    backend: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    backend: str,
+    client: str | None,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    from tests.conftest import MYSQL_URL, require_mysql, require_mysqlclient
+
     if backend == "postgresql":
         require_postgres()
     argv = ["enqueue_steps", "--backend", backend, "--rounds", "20", "--warmup", "2"]
+    if backend == "mariadb":
+        require_mysql()
+        if client == "mysqlclient":
+            require_mysqlclient()
+        argv += ["--mariadb", MYSQL_URL.split("?", 1)[0], "--client", str(client)]
     monkeypatch.setattr("sys.argv", [*argv, "--pg", PG_URL])
     enqueue_steps.main()
     lines = capsys.readouterr().out.splitlines()
