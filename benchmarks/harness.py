@@ -141,7 +141,7 @@ class Scale:
     blocks: int = 5
     processes: int = 4  # worker processes of every system in the process drains
     bulk: int = 20_000
-    drain: int = 10_000
+    drain: int = 30_000
     peer_drain: int = 5_000
     latency_rounds: int = 500
     backlogs: tuple[int, ...] = (1_000, 10_000, 100_000, 1_000_000)

@@ -461,14 +461,28 @@ def test_the_cpu_sampler_reads_a_busy_child_off_its_jobs_span() -> None:
         time.sleep(0.02)
     assert child.stdout is not None
     stamps = [int(line) for line in child.stdout.read().split()]
-    cpu = sampler.per_job(stamps)
+    cpu = sampler.per_job(stamps, stamps[0], stamps[-1])
     assert cpu is not None
     # About a millisecond of the child's CPU per stamp, and at least that on the machine
     # (the clock ticks every 10 ms: a few ticks either way over the window).
     assert 800 <= cpu.workers_us <= 1500, cpu
     assert cpu.machine_us >= cpu.workers_us * 0.8, cpu
     assert cpu.busy > 0, cpu
-    assert drains.CpuSampler([]).per_job(stamps[:1]) is None  # too little to tell
+    assert drains.CpuSampler([]).per_job(stamps[:1], 0, 1) is None  # too little to tell
+
+
+def test_a_drain_is_timed_while_all_its_processes_ran_jobs() -> None:
+    # Three processes: one drains from t=0 to 100, the others start at 20 and 40 (their
+    # start-up slower) and stop at 90 and 100. The stretch is 40 to 90.
+    logs = {0: range(0, 101), 1: range(20, 91, 2), 2: range(40, 101, 2)}
+    spans = [(min(r), max(r)) for r in logs.values()]
+    stamps = sorted(t for r in logs.values() for t in r)
+    assert drains.steady_window(stamps, spans, 3) == (40, 90)
+    # A process that ran no job, or a stretch holding under a quarter of the jobs: the
+    # whole span is the one to read.
+    assert drains.steady_window(stamps, spans[:2], 3) is None
+    late = [*spans[:2], (88, 100)]
+    assert drains.steady_window(stamps, late, 3) is None
 
 
 def _installed(package: str) -> bool:
