@@ -4,12 +4,15 @@ reports on both databases."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -25,6 +28,7 @@ from benchmarks import (
     mariadb_reports,
     mysql_rows,
     postgres_parts,
+    postgres_reads,
     report,
     run,
     soak,
@@ -353,6 +357,24 @@ def test_the_mysql_rows_benchmark_reads_both_ways_and_drops_its_databases(
     assert _mysql_databases("conveyor_rows_") == before
 
 
+def _recording_databases(monkeypatch: pytest.MonkeyPatch, module: Any) -> list[str]:
+    """The names of the databases ``module``'s ``pg_database`` makes, as it makes them
+    (other tests, in the other test process, make databases of the same prefix)."""
+    import psycopg
+
+    made: list[str] = []
+    real = module.pg_database
+
+    @contextlib.contextmanager
+    def recording(url: str = PG_URL) -> Iterator[str]:
+        with real(url) as fresh:
+            made.append(psycopg.conninfo.conninfo_to_dict(fresh)["dbname"])
+            yield fresh
+
+    monkeypatch.setattr(module, "pg_database", recording)
+    return made
+
+
 def _pg_databases(prefix: str) -> set[str]:
     import psycopg
 
@@ -367,7 +389,7 @@ def test_the_postgres_parts_drain_every_variant_and_drop_their_databases(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     require_postgres()
-    before = _pg_databases("conveyor_bench_")
+    made = _recording_databases(monkeypatch, postgres_parts)
     argv = ["postgres_parts", "--url", PG_URL, "--jobs", "300", "--runs", "1"]
     monkeypatch.setattr("sys.argv", argv)
     postgres_parts.main()
@@ -384,7 +406,26 @@ def test_the_postgres_parts_drain_every_variant_and_drop_their_databases(
         # The server is on this machine in the suite: its processes can be read (a
         # figure, though 300 jobs may take less than one clock tick of its CPU).
         assert server == "-" if _remote(PG_URL) else float(server) >= 0
-    assert _pg_databases("conveyor_bench_") == before
+    assert len(made) == len(postgres_parts.VARIANTS)
+    assert not _pg_databases("conveyor_bench_") & set(made)
+
+
+def test_the_postgres_reads_count_a_drains_index_entries_per_job(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    require_postgres()
+    made = _recording_databases(monkeypatch, postgres_reads)
+    argv = ["postgres_reads", "--pg", PG_URL, "--jobs", "400", "--processes", "2"]
+    monkeypatch.setattr("sys.argv", argv)
+    postgres_reads.main()
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("2 worker processes drained 400 jobs at ")
+    read = {line.split()[-1]: float(line.split()[1]) for line in lines[2:]}
+    # Each job is found once by its key and once by its claim; each claim reads its
+    # claimable jobs: a few entries per job, not one per job that ended before it.
+    assert {"conveyor_jobs_pkey", "conveyor_jobs_claim", "conveyor_jobs_claimable"} <= set(read)
+    assert 0 < read["conveyor_jobs_claim"] <= 5, read
+    assert len(made) == 1 and not _pg_databases("conveyor_bench_") & set(made)
 
 
 def _remote(url: str) -> bool:
