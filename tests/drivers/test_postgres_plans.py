@@ -69,8 +69,8 @@ def test_a_report_reads_only_its_own_claims_entries_in_the_index_of_running_clai
 ) -> None:
     # A job that ends leaves its entry in the index until the table is vacuumed. A
     # report that scanned the whole index for `status = 'running'` (then joined its
-    # items) read every entry left by the jobs finished since: with four workers, a
-    # hundred per job. Looked up by its claims, it reads its own jobs' entries.
+    # items) read every entry left by the jobs finished since: with four workers, over
+    # a hundred per job. Looked up by its claims, it reads its own jobs' entries.
     url = f"{PG_URL}?schema={schema}"
     with psycopg.connect(PG_URL, autocommit=True) as conn:
         conn.execute(f'ALTER TABLE "{schema}".conveyor_jobs SET (autovacuum_enabled = off)')

@@ -4,8 +4,9 @@
 -- Each also finds its jobs by their claims (`claim_id = ANY (ARRAY(...))`). Without
 -- that, the planner read the whole index of running claims and joined the items to
 -- it; but a job that ends leaves its entry there until the table is vacuumed, so a
--- report read every entry of the jobs finished since (a hundred per job with four
--- workers, tests/drivers/test_postgres_plans.py). Keyed by claim, it reads its own.
+-- report read every entry of the jobs finished since (over a hundred per job with
+-- four workers, tests/drivers/test_postgres_plans.py). Keyed by claim, it reads its
+-- own.
 
 -- name: complete_jobs
 -- :items is a JSON array of {"id", "claim_id", "result" (JSON text or null)}; :brief:
