@@ -42,6 +42,12 @@ _ERRORS_KEPT = (
     "(CASE WHEN jsonb_array_length(coalesce(errors, '[]'::jsonb)) >= 20"
     " THEN errors - 0 ELSE coalesce(errors, '[]'::jsonb) END)"
 )
+# The claims a report's items name, for `claim_id = {claims_of_items}`: a report finds
+# its jobs through them (why: queries/reports.sql).
+_CLAIMS_OF_ITEMS = (
+    "ANY (ARRAY(SELECT DISTINCT c.claim_id"
+    " FROM jsonb_to_recordset(:items::jsonb) AS c(claim_id text)))"
+)
 # Statements planned at every call, never prepared. psycopg prepares a statement run five
 # times, and PostgreSQL may then keep one generic plan for every value of its parameters:
 # for the job lists that plan walks the primary key (right for a status most jobs have,
@@ -85,7 +91,11 @@ class PostgresValues(Values):
             )
         self.schema = schema
         self._conninfo = conninfo
-        macros = {"schema": sql.Identifier(schema).as_string(None), "errors_kept": _ERRORS_KEPT}
+        macros = {
+            "schema": sql.Identifier(schema).as_string(None),
+            "errors_kept": _ERRORS_KEPT,
+            "claims_of_items": _CLAIMS_OF_ITEMS,
+        }
         self._queries = load_queries(PACKAGE, macros).map(_to_psycopg)
         self._announcing: dict[str, str] = {}
         self._migrations: list[Migration] = load_migrations(PACKAGE, macros)

@@ -127,6 +127,5 @@ FROM jsonb_to_recordset(:items::jsonb)
      AS item(id bigint, claim_id text, again boolean, error text, cause text)
 WHERE j.id = item.id AND j.claim_id = item.claim_id
   AND j.status IN {from_recover_retry} AND j.lease_expires_at < now()
-  AND j.claim_id = ANY (ARRAY(SELECT DISTINCT c.claim_id
-                              FROM jsonb_to_recordset(:items::jsonb) AS c(claim_id text)))
+  AND j.claim_id = {claims_of_items}
 RETURNING j.id, j.queue, j.status;

@@ -1,7 +1,7 @@
 -- What the holder of a claim reports. Every statement names the claim and changes
 -- nothing once that claim no longer holds the job.
 --
--- Each also finds its jobs by their claims (`claim_id = ANY (ARRAY(...))`). Without
+-- Each also finds its jobs by the claims its items name (`{claims_of_items}`). Without
 -- that, the planner read the whole index of running claims and joined the items to
 -- it; but a job that ends leaves its entry there until the table is vacuumed, so a
 -- report read every entry of the jobs finished since (over a hundred per job with
@@ -21,8 +21,7 @@ SET status = 'completed',
     updated_at = now()
 FROM jsonb_to_recordset(:items::jsonb) AS item(id bigint, claim_id text, result text)
 WHERE j.id = item.id AND j.claim_id = item.claim_id AND j.status IN {from_complete}
-  AND j.claim_id = ANY (ARRAY(SELECT DISTINCT c.claim_id
-                              FROM jsonb_to_recordset(:items::jsonb) AS c(claim_id text)))
+  AND j.claim_id = {claims_of_items}
 RETURNING j.*  -- unless :brief
 RETURNING j.id, j.queue, j.status  -- if :brief
 ;
@@ -52,8 +51,7 @@ FROM jsonb_to_recordset(:items::jsonb)
              error_kind text, delay_s double precision)
 WHERE j.id = item.id AND j.claim_id = item.claim_id AND j.attempts = item.attempts
   AND j.status IN {from_fail_retry}
-  AND j.claim_id = ANY (ARRAY(SELECT DISTINCT c.claim_id
-                              FROM jsonb_to_recordset(:items::jsonb) AS c(claim_id text)))
+  AND j.claim_id = {claims_of_items}
 RETURNING j.*;
 
 -- name: snooze_jobs
@@ -72,8 +70,7 @@ SET status = 'pending',
 FROM jsonb_to_recordset(:items::jsonb)
      AS item(id bigint, claim_id text, delay_s double precision)
 WHERE j.id = item.id AND j.claim_id = item.claim_id AND j.status IN {from_snooze}
-  AND j.claim_id = ANY (ARRAY(SELECT DISTINCT c.claim_id
-                              FROM jsonb_to_recordset(:items::jsonb) AS c(claim_id text)))
+  AND j.claim_id = {claims_of_items}
 RETURNING j.*;
 
 -- name: heartbeat_jobs
@@ -86,8 +83,7 @@ SET heartbeat_at = now(),
     updated_at = now()
 FROM jsonb_to_recordset(:items::jsonb) AS item(id bigint, claim_id text)
 WHERE j.id = item.id AND j.claim_id = item.claim_id AND j.status IN {from_heartbeat}
-  AND j.claim_id = ANY (ARRAY(SELECT DISTINCT c.claim_id
-                              FROM jsonb_to_recordset(:items::jsonb) AS c(claim_id text)))
+  AND j.claim_id = {claims_of_items}
 RETURNING j.*  -- unless :brief
 RETURNING j.id  -- if :brief
 ;
